@@ -1,0 +1,147 @@
+// Package db is ctalk's storage: domain types, the Store every tool runs its
+// transaction through, and one adapter per backend (SQLite and PostgreSQL).
+//
+// Both backends run the same named queries (sql/queries) through sqlc output
+// kept in db/internal. Adapters turn driver errors into the sentinels below in
+// one place each, so callers never see a driver type.
+package db
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors every backend maps its driver errors to.
+var (
+	// ErrNotFound means the row does not exist (or belongs to another organization,
+	// which callers must not be able to tell apart).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict means a unique key already exists.
+	ErrConflict = errors.New("already exists")
+	// ErrUnavailable means the database could not be reached.
+	ErrUnavailable = errors.New("database unavailable")
+)
+
+// Organization is a team: every user, token and message belongs to exactly one.
+type Organization struct {
+	ID                string
+	Name              string
+	AdminPasswordHash string
+	CreatedAt         time.Time
+	LastMessageID     int64
+	LastEventSeq      int64
+}
+
+// User is a person in an organization. IDs are unique within their organization only.
+type User struct {
+	OrgID         string
+	ID            string
+	Name          string
+	PasswordHash  string
+	Ownership     string
+	Notes         string
+	ProfileNotes  string
+	CreatedAt     time.Time
+	DeactivatedAt *time.Time
+}
+
+// Token is a stored auth token: only the SHA-256 hash of the secret is kept.
+type Token struct {
+	TokenHash []byte
+	OrgID     string
+	UserID    string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	RevokedAt *time.Time
+}
+
+// Message is a question from one user to another in the same organization, with
+// the recipient's current draft and, once sent, the final answer.
+type Message struct {
+	OrgID          string
+	ID             int64
+	FromUserID     string
+	ToUserID       string
+	Question       string
+	AskedAt        time.Time
+	AskedSeq       int64
+	DraftText      *string
+	DraftUpdatedAt *time.Time
+	AnswerText     *string
+	AnsweredAt     *time.Time
+	AnsweredSeq    *int64
+}
+
+// Answered reports whether the question has its final answer.
+func (m Message) Answered() bool { return m.AnsweredSeq != nil }
+
+// InboxItem is an unanswered question with the context of who asked it.
+type InboxItem struct {
+	Message
+	SenderName         string
+	SenderOwnership    string
+	SenderNotes        string
+	SenderProfileNotes string
+}
+
+// Reply is an answered question with the name of who answered it.
+type Reply struct {
+	Message
+	RecipientName string
+}
+
+// Queries are the operations available inside one transaction. Every method
+// that reads or writes organization data takes the organization's id: scoping
+// is part of every query, never a filter applied afterwards.
+type Queries interface {
+	CreateOrganization(ctx context.Context, o Organization) error
+	GetOrganization(ctx context.Context, id string) (Organization, error)
+	// AllocateMessage numbers a new question and its event; it holds the
+	// organization's lock until the transaction ends.
+	AllocateMessage(ctx context.Context, orgID string) (id, seq int64, err error)
+	// AllocateEvent takes the next event sequence number under the same lock.
+	AllocateEvent(ctx context.Context, orgID string) (int64, error)
+
+	CreateUser(ctx context.Context, u User) error
+	GetUser(ctx context.Context, orgID, id string) (User, error)
+	ListUsers(ctx context.Context, orgID string) ([]User, error)
+	UpdateUserNotes(ctx context.Context, orgID, id, notes string) error
+	UpdateUserProfileNotes(ctx context.Context, orgID, id, profileNotes string) error
+
+	CreateToken(ctx context.Context, t Token) error
+	GetToken(ctx context.Context, hash []byte) (Token, error)
+	RevokeToken(ctx context.Context, hash []byte, at time.Time) error
+	// RevokeUserTokens revokes every live token of a user except keep (which may be nil).
+	RevokeUserTokens(ctx context.Context, orgID, userID string, keep []byte, at time.Time) (int64, error)
+
+	CreateMessage(ctx context.Context, m Message) error
+	GetMessage(ctx context.Context, orgID string, id int64) (Message, error)
+	// ListInbox returns up to limit unanswered questions to a user with id > afterID, oldest first.
+	ListInbox(ctx context.Context, orgID, toUserID string, afterID int64, limit int) ([]InboxItem, error)
+	// SaveDraft replaces the draft of an unanswered question; ErrNotFound if it is answered.
+	SaveDraft(ctx context.Context, orgID string, id int64, draft string, at time.Time) error
+	// AnswerMessage stores the final answer of an unanswered question; ErrNotFound if it is answered.
+	AnswerMessage(ctx context.Context, orgID string, id int64, answer string, at time.Time, seq int64) error
+	// ListReplies returns up to limit answers to a user's questions answered at or
+	// after since with a sequence number above afterSeq, in commit order.
+	ListReplies(ctx context.Context, orgID, fromUserID string, since time.Time, afterSeq int64, limit int) ([]Reply, error)
+	CountQuestions(ctx context.Context, orgID, fromUserID, toUserID string) (int64, error)
+	// LastQuestion and LastAnswer return the newest question (answer) from one user
+	// to another, or ErrNotFound.
+	LastQuestion(ctx context.Context, orgID, fromUserID, toUserID string) (Message, error)
+	LastAnswer(ctx context.Context, orgID, fromUserID, toUserID string) (Message, error)
+}
+
+// Store is a database ctalk can run transactions on.
+type Store interface {
+	// InTx runs fn in one transaction: committed if fn returns nil, rolled back otherwise.
+	InTx(ctx context.Context, fn func(q Queries) error) error
+	// View runs fn in one read-only transaction; on SQLite it does not take the write lock.
+	View(ctx context.Context, fn func(q Queries) error) error
+	// Ping reports whether the database answers.
+	Ping(ctx context.Context) error
+	// Backend names the backend: "sqlite" or "postgres".
+	Backend() string
+	Close() error
+}

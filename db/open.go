@@ -1,0 +1,202 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	ctalksql "github.com/ctalk/ctalk/sql"
+)
+
+// Config chooses and configures the backend.
+type Config struct {
+	// DatabaseURL selects PostgreSQL when set (postgres://…).
+	DatabaseURL string
+	// SQLitePath is the database file used when DatabaseURL is empty.
+	SQLitePath string
+	// Logger receives migration progress; nil discards it.
+	Logger *slog.Logger
+}
+
+// Open connects to the configured database and applies pending migrations.
+func Open(ctx context.Context, cfg Config) (Store, error) {
+	store, m, err := open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.Up(ctx); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
+}
+
+// Migrator runs the embedded migrations against a database.
+type Migrator struct {
+	provider *goose.Provider
+	close    func() error
+}
+
+// OpenMigrator connects to the configured database for `ctalk migrate`.
+func OpenMigrator(ctx context.Context, cfg Config) (*Migrator, error) {
+	store, m, err := open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	m.close = store.Close
+	return m, nil
+}
+
+// Up applies every pending migration and returns how many ran.
+func (m *Migrator) Up(ctx context.Context) (int, error) {
+	res, err := m.provider.Up(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("apply migrations: %w", err)
+	}
+	return len(res), nil
+}
+
+// Down rolls back the newest applied migration.
+func (m *Migrator) Down(ctx context.Context) (*goose.MigrationResult, error) {
+	res, err := m.provider.Down(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("roll back migration: %w", err)
+	}
+	return res, nil
+}
+
+// Status lists every migration and whether it is applied.
+func (m *Migrator) Status(ctx context.Context) ([]*goose.MigrationStatus, error) {
+	return m.provider.Status(ctx)
+}
+
+// Close releases the database.
+func (m *Migrator) Close() error {
+	if m.close != nil {
+		return m.close()
+	}
+	return nil
+}
+
+func open(ctx context.Context, cfg Config) (Store, *Migrator, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.DatabaseURL != "" {
+		return openPostgres(ctx, cfg.DatabaseURL, logger)
+	}
+	return openSQLite(ctx, cfg.SQLitePath, logger)
+}
+
+// ParsePostgresURL validates a DATABASE_URL without connecting.
+func ParsePostgresURL(url string) (*pgxpool.Config, error) {
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's message quotes the URL with its password masked.
+		return nil, fmt.Errorf("DATABASE_URL is not a valid PostgreSQL URL (postgres://user:password@host:5432/dbname): %w", err)
+	}
+	return pc, nil
+}
+
+func openPostgres(ctx context.Context, url string, logger *slog.Logger) (Store, *Migrator, error) {
+	pc, err := ParsePostgresURL(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	pc.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		// pgx scans timestamptz in the machine's zone; ctalk answers in UTC on both backends.
+		c.TypeMap().RegisterType(&pgtype.Type{
+			Name: "timestamptz", OID: pgtype.TimestamptzOID, Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC},
+		})
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("connect to PostgreSQL at %s:%d: %w", pc.ConnConfig.Host, pc.ConnConfig.Port, err)
+	}
+	// A table lock, not goose's advisory (session) lock: session locks leak
+	// behind transaction poolers such as Neon's pooled URL, and replicas booting
+	// together must still apply each migration once.
+	locker, err := lock.NewPostgresTableLocker(lock.WithTableLockTimeout(500*time.Millisecond, 1200))
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	migrations, _ := fs.Sub(ctalksql.Migrations, "postgres/migrations")
+	p, err := goose.NewProvider(goose.DialectPostgres, stdlib.OpenDBFromPool(pool), migrations,
+		goose.WithLocker(locker), goose.WithSlog(logger))
+	if err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("load migrations: %w", err)
+	}
+	return &postgresStore{pool: pool}, &Migrator{provider: p}, nil
+}
+
+func openSQLite(ctx context.Context, path string, logger *slog.Logger) (Store, *Migrator, error) {
+	if path == "" {
+		return nil, nil, errors.New("no database: set DATABASE_URL or RELAY_DB_PATH")
+	}
+	if err := checkWritableDir(filepath.Dir(path)); err != nil {
+		return nil, nil, fmt.Errorf("RELAY_DB_PATH %q: %w", path, err)
+	}
+	sdb, err := sql.Open("sqlite3", sqliteDSN(path, false))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open SQLite database %q: %w", path, err)
+	}
+	mdb, err := sql.Open("sqlite3", sqliteDSN(path, true))
+	if err != nil {
+		sdb.Close()
+		return nil, nil, fmt.Errorf("open SQLite database %q: %w", path, err)
+	}
+	store := &sqliteStore{db: sdb, migrations: mdb}
+	if err := sdb.PingContext(ctx); err != nil {
+		store.Close()
+		return nil, nil, fmt.Errorf("open SQLite database %q: %w", path, err)
+	}
+	migrations, _ := fs.Sub(ctalksql.Migrations, "sqlite/migrations")
+	p, err := goose.NewProvider(goose.DialectSQLite3, mdb, migrations, goose.WithSlog(logger))
+	if err != nil {
+		store.Close()
+		return nil, nil, fmt.Errorf("load migrations: %w", err)
+	}
+	return store, &Migrator{provider: p}, nil
+}
+
+// checkWritableDir fails early, with a reason a person can act on, when the
+// database file's directory is missing or not writable.
+func checkWritableDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("directory %q does not exist: create it or choose another path", dir)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%q is not a directory", dir)
+	}
+	f, err := os.CreateTemp(dir, ".ctalk-write-check-*")
+	if err != nil {
+		return fmt.Errorf("directory %q is not writable: fix its permissions or choose another path", dir)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}

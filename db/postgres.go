@@ -1,0 +1,198 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ctalk/ctalk/db/internal/pgdb"
+)
+
+// postgresStore is the production backend: a pgx pool.
+type postgresStore struct {
+	pool *pgxpool.Pool
+}
+
+func (s *postgresStore) Backend() string { return "postgres" }
+
+func (s *postgresStore) Close() error { s.pool.Close(); return nil }
+
+func (s *postgresStore) Ping(ctx context.Context) error {
+	return pgError(s.pool.Ping(ctx))
+}
+
+func (s *postgresStore) InTx(ctx context.Context, fn func(q Queries) error) error {
+	return s.tx(ctx, pgx.TxOptions{}, fn)
+}
+
+func (s *postgresStore) View(ctx context.Context, fn func(q Queries) error) error {
+	return s.tx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly}, fn)
+}
+
+func (s *postgresStore) tx(ctx context.Context, opts pgx.TxOptions, fn func(q Queries) error) error {
+	tx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return pgError(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+	if err := fn(pgQueries{pgdb.New(tx)}); err != nil {
+		return err
+	}
+	return pgError(tx.Commit(ctx))
+}
+
+// pgError maps pgx errors to the package's sentinels, keeping the original for logs.
+func pgError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505": // unique_violation
+			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+		case "23503": // foreign_key_violation
+			return fmt.Errorf("%w: %s", ErrNotFound, pgErr.ConstraintName)
+		case "57P01", "57P02", "57P03", "53300": // shutdown, crash, cannot connect now, too many connections
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return err
+	}
+	var netErr net.Error
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+// pgQueries adapts the generated Postgres queries to Queries.
+type pgQueries struct{ q *pgdb.Queries }
+
+func (a pgQueries) CreateOrganization(ctx context.Context, o Organization) error {
+	return pgError(a.q.CreateOrganization(ctx, pgdb.CreateOrganizationParams{
+		ID: o.ID, Name: o.Name, AdminPasswordHash: o.AdminPasswordHash, CreatedAt: o.CreatedAt,
+	}))
+}
+
+func (a pgQueries) GetOrganization(ctx context.Context, id string) (Organization, error) {
+	o, err := a.q.GetOrganization(ctx, id)
+	return Organization(o), pgError(err)
+}
+
+func (a pgQueries) AllocateMessage(ctx context.Context, orgID string) (int64, int64, error) {
+	r, err := a.q.AllocateMessage(ctx, orgID)
+	return r.LastMessageID, r.LastEventSeq, pgError(err)
+}
+
+func (a pgQueries) AllocateEvent(ctx context.Context, orgID string) (int64, error) {
+	seq, err := a.q.AllocateEvent(ctx, orgID)
+	return seq, pgError(err)
+}
+
+func (a pgQueries) CreateUser(ctx context.Context, u User) error {
+	return pgError(a.q.CreateUser(ctx, pgdb.CreateUserParams{
+		OrgID: u.OrgID, ID: u.ID, Name: u.Name, PasswordHash: u.PasswordHash, Ownership: u.Ownership,
+		Notes: u.Notes, ProfileNotes: u.ProfileNotes, CreatedAt: u.CreatedAt,
+	}))
+}
+
+func (a pgQueries) GetUser(ctx context.Context, orgID, id string) (User, error) {
+	u, err := a.q.GetUser(ctx, pgdb.GetUserParams{OrgID: orgID, ID: id})
+	return User(u), pgError(err)
+}
+
+func (a pgQueries) ListUsers(ctx context.Context, orgID string) ([]User, error) {
+	rows, err := a.q.ListUsers(ctx, orgID)
+	return convertAll(rows, func(u pgdb.User) User { return User(u) }), pgError(err)
+}
+
+func (a pgQueries) UpdateUserNotes(ctx context.Context, orgID, id, notes string) error {
+	return oneRow(a.q.UpdateUserNotes(ctx, pgdb.UpdateUserNotesParams{OrgID: orgID, ID: id, Notes: notes}))(pgError)
+}
+
+func (a pgQueries) UpdateUserProfileNotes(ctx context.Context, orgID, id, notes string) error {
+	return oneRow(a.q.UpdateUserProfileNotes(ctx, pgdb.UpdateUserProfileNotesParams{OrgID: orgID, ID: id, ProfileNotes: notes}))(pgError)
+}
+
+func (a pgQueries) CreateToken(ctx context.Context, t Token) error {
+	return pgError(a.q.CreateToken(ctx, pgdb.CreateTokenParams{
+		TokenHash: t.TokenHash, OrgID: t.OrgID, UserID: t.UserID, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
+	}))
+}
+
+func (a pgQueries) GetToken(ctx context.Context, hash []byte) (Token, error) {
+	t, err := a.q.GetToken(ctx, hash)
+	return Token(t), pgError(err)
+}
+
+func (a pgQueries) RevokeToken(ctx context.Context, hash []byte, at time.Time) error {
+	return oneRow(a.q.RevokeToken(ctx, pgdb.RevokeTokenParams{TokenHash: hash, RevokedAt: &at}))(pgError)
+}
+
+func (a pgQueries) RevokeUserTokens(ctx context.Context, orgID, userID string, keep []byte, at time.Time) (int64, error) {
+	n, err := a.q.RevokeUserTokens(ctx, pgdb.RevokeUserTokensParams{
+		OrgID: orgID, UserID: userID, KeepTokenHash: nonNil(keep), RevokedAt: &at,
+	})
+	return n, pgError(err)
+}
+
+func (a pgQueries) CreateMessage(ctx context.Context, m Message) error {
+	return pgError(a.q.CreateMessage(ctx, pgdb.CreateMessageParams{
+		OrgID: m.OrgID, ID: m.ID, FromUserID: m.FromUserID, ToUserID: m.ToUserID,
+		Question: m.Question, AskedAt: m.AskedAt, AskedSeq: m.AskedSeq,
+	}))
+}
+
+func (a pgQueries) GetMessage(ctx context.Context, orgID string, id int64) (Message, error) {
+	m, err := a.q.GetMessage(ctx, pgdb.GetMessageParams{OrgID: orgID, ID: id})
+	return Message(m), pgError(err)
+}
+
+func (a pgQueries) ListInbox(ctx context.Context, orgID, toUserID string, afterID int64, limit int) ([]InboxItem, error) {
+	rows, err := a.q.ListInbox(ctx, pgdb.ListInboxParams{OrgID: orgID, ToUserID: toUserID, AfterID: afterID, MaxRows: int32(limit)})
+	return convertAll(rows, func(r pgdb.ListInboxRow) InboxItem {
+		return InboxItem{Message(r.Message), r.SenderName, r.SenderOwnership, r.SenderNotes, r.SenderProfileNotes}
+	}), pgError(err)
+}
+
+func (a pgQueries) SaveDraft(ctx context.Context, orgID string, id int64, draft string, at time.Time) error {
+	return oneRow(a.q.SaveDraft(ctx, pgdb.SaveDraftParams{OrgID: orgID, ID: id, DraftText: &draft, DraftUpdatedAt: &at}))(pgError)
+}
+
+func (a pgQueries) AnswerMessage(ctx context.Context, orgID string, id int64, answer string, at time.Time, seq int64) error {
+	return oneRow(a.q.AnswerMessage(ctx, pgdb.AnswerMessageParams{
+		OrgID: orgID, ID: id, AnswerText: &answer, AnsweredAt: &at, AnsweredSeq: &seq,
+	}))(pgError)
+}
+
+func (a pgQueries) ListReplies(ctx context.Context, orgID, fromUserID string, since time.Time, afterSeq int64, limit int) ([]Reply, error) {
+	rows, err := a.q.ListReplies(ctx, pgdb.ListRepliesParams{
+		OrgID: orgID, FromUserID: fromUserID, Since: &since, AfterSeq: &afterSeq, MaxRows: int32(limit),
+	})
+	return convertAll(rows, func(r pgdb.ListRepliesRow) Reply { return Reply{Message(r.Message), r.RecipientName} }), pgError(err)
+}
+
+func (a pgQueries) CountQuestions(ctx context.Context, orgID, fromUserID, toUserID string) (int64, error) {
+	n, err := a.q.CountQuestions(ctx, pgdb.CountQuestionsParams{OrgID: orgID, FromUserID: fromUserID, ToUserID: toUserID})
+	return n, pgError(err)
+}
+
+func (a pgQueries) LastQuestion(ctx context.Context, orgID, fromUserID, toUserID string) (Message, error) {
+	rows, err := a.q.LastQuestion(ctx, pgdb.LastQuestionParams{OrgID: orgID, FromUserID: fromUserID, ToUserID: toUserID})
+	return first(convertAll(rows, func(m pgdb.Message) Message { return Message(m) }), pgError(err))
+}
+
+func (a pgQueries) LastAnswer(ctx context.Context, orgID, fromUserID, toUserID string) (Message, error) {
+	rows, err := a.q.LastAnswer(ctx, pgdb.LastAnswerParams{OrgID: orgID, FromUserID: fromUserID, ToUserID: toUserID})
+	return first(convertAll(rows, func(m pgdb.Message) Message { return Message(m) }), pgError(err))
+}

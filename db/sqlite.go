@@ -1,0 +1,251 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	_ "github.com/ncruces/go-sqlite3/driver" // registers "sqlite3"
+
+	"github.com/ctalk/ctalk/db/internal/sqlitedb"
+)
+
+// sqliteTimeFormat stores times as fixed-width UTC text with microseconds, so
+// that text comparison in SQL is time order and both backends keep the same
+// precision.
+const sqliteTimeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+// sqliteDSN builds the connection string for a database file.
+//
+// The DSN must start with "file:" for the driver to apply _pragma and _txlock.
+// Setting any _pragma drops the driver's default busy timeout, so one is set.
+// Writers take the lock when they begin (_txlock=immediate): deferred
+// read-then-write transactions fail with SQLITE_BUSY under concurrency.
+// synchronous(full) makes an acknowledged write survive power loss, not only a
+// crash of the process.
+//
+// Migrations get a DSN without _timefmt: goose writes its own timestamps
+// with SQLite's datetime('now') and must read them back.
+func sqliteDSN(path string, forMigrations bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(wal)")
+	q.Add("_pragma", "foreign_keys(on)")
+	q.Add("_pragma", "synchronous(full)")
+	q.Set("_txlock", "immediate")
+	if !forMigrations {
+		q.Set("_timefmt", sqliteTimeFormat)
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// sqliteStore is the embedded backend: one database file.
+type sqliteStore struct {
+	db         *sql.DB
+	migrations *sql.DB // for goose, without _timefmt
+}
+
+func (s *sqliteStore) Backend() string { return "sqlite" }
+
+func (s *sqliteStore) Close() error { return errors.Join(s.db.Close(), s.migrations.Close()) }
+
+func (s *sqliteStore) Ping(ctx context.Context) error {
+	return sqliteError(s.db.PingContext(ctx))
+}
+
+func (s *sqliteStore) InTx(ctx context.Context, fn func(q Queries) error) error {
+	return s.tx(ctx, nil, fn)
+}
+
+func (s *sqliteStore) View(ctx context.Context, fn func(q Queries) error) error {
+	return s.tx(ctx, &sql.TxOptions{ReadOnly: true}, fn)
+}
+
+func (s *sqliteStore) tx(ctx context.Context, opts *sql.TxOptions, fn func(q Queries) error) error {
+	tx, err := s.db.BeginTx(ctx, opts)
+	if err != nil {
+		return sqliteError(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := fn(sqliteQueries{sqlitedb.New(utcArgs{tx})}); err != nil {
+		return err
+	}
+	return sqliteError(tx.Commit())
+}
+
+// sqliteError maps SQLite errors to the package's sentinels, keeping the original for logs.
+func sqliteError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	switch {
+	case errors.Is(err, sqlite3.CONSTRAINT_PRIMARYKEY), errors.Is(err, sqlite3.CONSTRAINT_UNIQUE):
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	case errors.Is(err, sqlite3.CONSTRAINT_FOREIGNKEY):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, sqlite3.BUSY), errors.Is(err, sqlite3.CANTOPEN), errors.Is(err, sqlite3.READONLY),
+		errors.Is(err, sqlite3.FULL), errors.Is(err, sqlite3.IOERR):
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+// utcArgs converts time arguments to UTC before SQLite stores or compares
+// them: the driver writes a custom layout in the value's own zone, and text
+// comparison is time order only when every value is in one zone.
+type utcArgs struct{ sqlitedb.DBTX }
+
+func toUTC(args []any) []any {
+	for i, a := range args {
+		switch v := a.(type) {
+		case time.Time:
+			args[i] = v.UTC()
+		case *time.Time:
+			if v != nil {
+				args[i] = v.UTC()
+			}
+		}
+	}
+	return args
+}
+
+func (u utcArgs) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return u.DBTX.ExecContext(ctx, query, toUTC(args)...)
+}
+
+func (u utcArgs) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return u.DBTX.QueryContext(ctx, query, toUTC(args)...)
+}
+
+func (u utcArgs) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return u.DBTX.QueryRowContext(ctx, query, toUTC(args)...)
+}
+
+// sqliteQueries adapts the generated SQLite queries to Queries.
+type sqliteQueries struct{ q *sqlitedb.Queries }
+
+func (a sqliteQueries) CreateOrganization(ctx context.Context, o Organization) error {
+	return sqliteError(a.q.CreateOrganization(ctx, sqlitedb.CreateOrganizationParams{
+		ID: o.ID, Name: o.Name, AdminPasswordHash: o.AdminPasswordHash, CreatedAt: o.CreatedAt,
+	}))
+}
+
+func (a sqliteQueries) GetOrganization(ctx context.Context, id string) (Organization, error) {
+	o, err := a.q.GetOrganization(ctx, id)
+	return Organization(o), sqliteError(err)
+}
+
+func (a sqliteQueries) AllocateMessage(ctx context.Context, orgID string) (int64, int64, error) {
+	r, err := a.q.AllocateMessage(ctx, orgID)
+	return r.LastMessageID, r.LastEventSeq, sqliteError(err)
+}
+
+func (a sqliteQueries) AllocateEvent(ctx context.Context, orgID string) (int64, error) {
+	seq, err := a.q.AllocateEvent(ctx, orgID)
+	return seq, sqliteError(err)
+}
+
+func (a sqliteQueries) CreateUser(ctx context.Context, u User) error {
+	return sqliteError(a.q.CreateUser(ctx, sqlitedb.CreateUserParams{
+		OrgID: u.OrgID, ID: u.ID, Name: u.Name, PasswordHash: u.PasswordHash, Ownership: u.Ownership,
+		Notes: u.Notes, ProfileNotes: u.ProfileNotes, CreatedAt: u.CreatedAt,
+	}))
+}
+
+func (a sqliteQueries) GetUser(ctx context.Context, orgID, id string) (User, error) {
+	u, err := a.q.GetUser(ctx, sqlitedb.GetUserParams{OrgID: orgID, ID: id})
+	return User(u), sqliteError(err)
+}
+
+func (a sqliteQueries) ListUsers(ctx context.Context, orgID string) ([]User, error) {
+	rows, err := a.q.ListUsers(ctx, orgID)
+	return convertAll(rows, func(u sqlitedb.User) User { return User(u) }), sqliteError(err)
+}
+
+func (a sqliteQueries) UpdateUserNotes(ctx context.Context, orgID, id, notes string) error {
+	return oneRow(a.q.UpdateUserNotes(ctx, sqlitedb.UpdateUserNotesParams{OrgID: orgID, ID: id, Notes: notes}))(sqliteError)
+}
+
+func (a sqliteQueries) UpdateUserProfileNotes(ctx context.Context, orgID, id, notes string) error {
+	return oneRow(a.q.UpdateUserProfileNotes(ctx, sqlitedb.UpdateUserProfileNotesParams{OrgID: orgID, ID: id, ProfileNotes: notes}))(sqliteError)
+}
+
+func (a sqliteQueries) CreateToken(ctx context.Context, t Token) error {
+	return sqliteError(a.q.CreateToken(ctx, sqlitedb.CreateTokenParams{
+		TokenHash: t.TokenHash, OrgID: t.OrgID, UserID: t.UserID, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
+	}))
+}
+
+func (a sqliteQueries) GetToken(ctx context.Context, hash []byte) (Token, error) {
+	t, err := a.q.GetToken(ctx, hash)
+	return Token(t), sqliteError(err)
+}
+
+func (a sqliteQueries) RevokeToken(ctx context.Context, hash []byte, at time.Time) error {
+	return oneRow(a.q.RevokeToken(ctx, sqlitedb.RevokeTokenParams{TokenHash: hash, RevokedAt: &at}))(sqliteError)
+}
+
+func (a sqliteQueries) RevokeUserTokens(ctx context.Context, orgID, userID string, keep []byte, at time.Time) (int64, error) {
+	n, err := a.q.RevokeUserTokens(ctx, sqlitedb.RevokeUserTokensParams{
+		OrgID: orgID, UserID: userID, KeepTokenHash: nonNil(keep), RevokedAt: &at,
+	})
+	return n, sqliteError(err)
+}
+
+func (a sqliteQueries) CreateMessage(ctx context.Context, m Message) error {
+	return sqliteError(a.q.CreateMessage(ctx, sqlitedb.CreateMessageParams{
+		OrgID: m.OrgID, ID: m.ID, FromUserID: m.FromUserID, ToUserID: m.ToUserID,
+		Question: m.Question, AskedAt: m.AskedAt, AskedSeq: m.AskedSeq,
+	}))
+}
+
+func (a sqliteQueries) GetMessage(ctx context.Context, orgID string, id int64) (Message, error) {
+	m, err := a.q.GetMessage(ctx, sqlitedb.GetMessageParams{OrgID: orgID, ID: id})
+	return Message(m), sqliteError(err)
+}
+
+func (a sqliteQueries) ListInbox(ctx context.Context, orgID, toUserID string, afterID int64, limit int) ([]InboxItem, error) {
+	rows, err := a.q.ListInbox(ctx, sqlitedb.ListInboxParams{OrgID: orgID, ToUserID: toUserID, AfterID: afterID, MaxRows: int64(limit)})
+	return convertAll(rows, func(r sqlitedb.ListInboxRow) InboxItem {
+		return InboxItem{Message(r.Message), r.SenderName, r.SenderOwnership, r.SenderNotes, r.SenderProfileNotes}
+	}), sqliteError(err)
+}
+
+func (a sqliteQueries) SaveDraft(ctx context.Context, orgID string, id int64, draft string, at time.Time) error {
+	return oneRow(a.q.SaveDraft(ctx, sqlitedb.SaveDraftParams{OrgID: orgID, ID: id, DraftText: &draft, DraftUpdatedAt: &at}))(sqliteError)
+}
+
+func (a sqliteQueries) AnswerMessage(ctx context.Context, orgID string, id int64, answer string, at time.Time, seq int64) error {
+	return oneRow(a.q.AnswerMessage(ctx, sqlitedb.AnswerMessageParams{
+		OrgID: orgID, ID: id, AnswerText: &answer, AnsweredAt: &at, AnsweredSeq: &seq,
+	}))(sqliteError)
+}
+
+func (a sqliteQueries) ListReplies(ctx context.Context, orgID, fromUserID string, since time.Time, afterSeq int64, limit int) ([]Reply, error) {
+	rows, err := a.q.ListReplies(ctx, sqlitedb.ListRepliesParams{
+		OrgID: orgID, FromUserID: fromUserID, Since: &since, AfterSeq: &afterSeq, MaxRows: int64(limit),
+	})
+	return convertAll(rows, func(r sqlitedb.ListRepliesRow) Reply { return Reply{Message(r.Message), r.RecipientName} }), sqliteError(err)
+}
+
+func (a sqliteQueries) CountQuestions(ctx context.Context, orgID, fromUserID, toUserID string) (int64, error) {
+	n, err := a.q.CountQuestions(ctx, sqlitedb.CountQuestionsParams{OrgID: orgID, FromUserID: fromUserID, ToUserID: toUserID})
+	return n, sqliteError(err)
+}
+
+func (a sqliteQueries) LastQuestion(ctx context.Context, orgID, fromUserID, toUserID string) (Message, error) {
+	rows, err := a.q.LastQuestion(ctx, sqlitedb.LastQuestionParams{OrgID: orgID, FromUserID: fromUserID, ToUserID: toUserID})
+	return first(convertAll(rows, func(m sqlitedb.Message) Message { return Message(m) }), sqliteError(err))
+}
+
+func (a sqliteQueries) LastAnswer(ctx context.Context, orgID, fromUserID, toUserID string) (Message, error) {
+	rows, err := a.q.LastAnswer(ctx, sqlitedb.LastAnswerParams{OrgID: orgID, FromUserID: fromUserID, ToUserID: toUserID})
+	return first(convertAll(rows, func(m sqlitedb.Message) Message { return Message(m) }), sqliteError(err))
+}

@@ -1,0 +1,58 @@
+-- name: CreateMessage :exec
+INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq)
+VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(from_user_id), sqlc.arg(to_user_id),
+        sqlc.arg(question), sqlc.arg(asked_at), sqlc.arg(asked_seq));
+
+-- name: GetMessage :one
+SELECT * FROM messages WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id);
+
+-- name: ListInbox :many
+-- A recipient's unanswered questions, oldest first, with who asked them.
+SELECT sqlc.embed(messages), u.name AS sender_name, u.ownership AS sender_ownership,
+       u.notes AS sender_notes, u.profile_notes AS sender_profile_notes
+FROM messages
+JOIN users u ON u.org_id = messages.org_id AND u.id = messages.from_user_id
+WHERE messages.org_id = sqlc.arg(org_id) AND messages.to_user_id = sqlc.arg(to_user_id)
+  AND messages.answered_seq IS NULL AND messages.id > sqlc.arg(after_id)
+ORDER BY messages.id
+LIMIT sqlc.arg(max_rows);
+
+-- name: SaveDraft :execrows
+UPDATE messages SET draft_text = sqlc.arg(draft_text), draft_updated_at = sqlc.arg(draft_updated_at)
+WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND answered_seq IS NULL;
+
+-- name: AnswerMessage :execrows
+-- Only an unanswered question takes an answer: the guard makes answering
+-- exactly-once however many calls race.
+UPDATE messages
+SET answer_text = sqlc.arg(answer_text), answered_at = sqlc.arg(answered_at), answered_seq = sqlc.arg(answered_seq)
+WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND answered_seq IS NULL;
+
+-- name: ListReplies :many
+-- Answers to an asker's questions in commit order, after a cursor.
+SELECT sqlc.embed(messages), u.name AS recipient_name
+FROM messages
+JOIN users u ON u.org_id = messages.org_id AND u.id = messages.to_user_id
+WHERE messages.org_id = sqlc.arg(org_id) AND messages.from_user_id = sqlc.arg(from_user_id)
+  AND messages.answered_seq > sqlc.arg(after_seq) AND messages.answered_at >= sqlc.arg(since)
+ORDER BY messages.answered_seq
+LIMIT sqlc.arg(max_rows);
+
+-- name: CountQuestions :one
+SELECT COUNT(*) FROM messages
+WHERE org_id = sqlc.arg(org_id) AND from_user_id = sqlc.arg(from_user_id) AND to_user_id = sqlc.arg(to_user_id);
+
+-- name: LastQuestion :many
+-- The newest question from one person to another (zero or one row).
+SELECT * FROM messages
+WHERE org_id = sqlc.arg(org_id) AND from_user_id = sqlc.arg(from_user_id) AND to_user_id = sqlc.arg(to_user_id)
+ORDER BY id DESC
+LIMIT 1;
+
+-- name: LastAnswer :many
+-- The newest answer from one person to another's question (zero or one row).
+SELECT * FROM messages
+WHERE org_id = sqlc.arg(org_id) AND from_user_id = sqlc.arg(from_user_id) AND to_user_id = sqlc.arg(to_user_id)
+  AND answered_seq IS NOT NULL
+ORDER BY answered_seq DESC
+LIMIT 1;

@@ -1,0 +1,15 @@
+-- name: CreateToken :exec
+INSERT INTO auth_tokens (token_hash, org_id, user_id, created_at, expires_at)
+VALUES (sqlc.arg(token_hash), sqlc.arg(org_id), sqlc.arg(user_id), sqlc.arg(created_at), sqlc.arg(expires_at));
+
+-- name: GetToken :one
+SELECT * FROM auth_tokens WHERE token_hash = sqlc.arg(token_hash);
+
+-- name: RevokeToken :execrows
+UPDATE auth_tokens SET revoked_at = sqlc.arg(revoked_at)
+WHERE token_hash = sqlc.arg(token_hash) AND revoked_at IS NULL;
+
+-- name: RevokeUserTokens :execrows
+UPDATE auth_tokens SET revoked_at = sqlc.arg(revoked_at)
+WHERE org_id = sqlc.arg(org_id) AND user_id = sqlc.arg(user_id) AND revoked_at IS NULL
+  AND token_hash <> sqlc.arg(keep_token_hash);
