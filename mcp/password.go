@@ -1,0 +1,122 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/crypto/argon2"
+)
+
+// argon2id parameters: OWASP's minimum recommendation (m=19 MiB, t=2, p=1),
+// about 43 ms a hash on a 2-core machine. Stored hashes carry their own
+// parameters, so raising these later keeps old hashes verifiable.
+const (
+	argonMemoryKiB = 19 * 1024
+	argonTime      = 2
+	argonThreads   = 1
+	argonKeyLen    = 32
+	argonSaltLen   = 16
+)
+
+// hasher hashes and verifies passwords with argon2id, bounding how many
+// hashes run at once so a burst of logins cannot exhaust memory or CPU.
+type hasher struct {
+	slots chan struct{}
+	// dummy is verified against when the organization or user does not
+	// exist, so a failed login takes the same time whatever was wrong.
+	dummy string
+}
+
+func newHasher(concurrency int) *hasher {
+	if concurrency < 1 {
+		concurrency = 1
+	}
+	h := &hasher{slots: make(chan struct{}, concurrency)}
+	h.dummy = encodeArgon2id(make([]byte, argonSaltLen), "not a real password")
+	return h
+}
+
+func (h *hasher) acquire(ctx context.Context) error {
+	select {
+	case h.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (h *hasher) release() { <-h.slots }
+
+// Hash returns the PHC-format argon2id hash of password.
+func (h *hasher) Hash(ctx context.Context, password string) (string, error) {
+	salt := make([]byte, argonSaltLen)
+	if _, err := rand.Read(salt); err != nil {
+		return "", err
+	}
+	if err := h.acquire(ctx); err != nil {
+		return "", err
+	}
+	defer h.release()
+	return encodeArgon2id(salt, password), nil
+}
+
+// Verify reports whether password matches encoded. An empty encoded hash is
+// checked against a dummy hash so the call costs the same.
+func (h *hasher) Verify(ctx context.Context, encoded, password string) (bool, error) {
+	if encoded == "" {
+		encoded = h.dummy
+		password = "\x00" + password // never matches the dummy
+	}
+	p, salt, key, err := decodeArgon2id(encoded)
+	if err != nil {
+		return false, err
+	}
+	if err := h.acquire(ctx); err != nil {
+		return false, err
+	}
+	defer h.release()
+	got := argon2.IDKey([]byte(password), salt, p.time, p.memory, p.threads, uint32(len(key)))
+	return subtle.ConstantTimeCompare(got, key) == 1, nil
+}
+
+type argonParams struct {
+	memory  uint32
+	time    uint32
+	threads uint8
+}
+
+func encodeArgon2id(salt []byte, password string) string {
+	key := argon2.IDKey([]byte(password), salt, argonTime, argonMemoryKiB, argonThreads, argonKeyLen)
+	b64 := base64.RawStdEncoding
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
+		argon2.Version, argonMemoryKiB, argonTime, argonThreads, b64.EncodeToString(salt), b64.EncodeToString(key))
+}
+
+var errBadHash = errors.New("stored password hash is not in argon2id PHC format")
+
+func decodeArgon2id(encoded string) (argonParams, []byte, []byte, error) {
+	parts := strings.Split(encoded, "$")
+	if len(parts) != 6 || parts[1] != "argon2id" {
+		return argonParams{}, nil, nil, errBadHash
+	}
+	var version int
+	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2.Version {
+		return argonParams{}, nil, nil, errBadHash
+	}
+	var p argonParams
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &p.memory, &p.time, &p.threads); err != nil {
+		return argonParams{}, nil, nil, errBadHash
+	}
+	b64 := base64.RawStdEncoding
+	salt, err1 := b64.DecodeString(parts[4])
+	key, err2 := b64.DecodeString(parts[5])
+	if err1 != nil || err2 != nil || len(key) == 0 {
+		return argonParams{}, nil, nil, errBadHash
+	}
+	return p, salt, key, nil
+}

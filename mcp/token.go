@@ -1,0 +1,35 @@
+package mcp
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"regexp"
+)
+
+// tokenPrefix marks ctalk tokens so people, secret scanners and ctalk itself
+// (which refuses to relay anything shaped like one) can recognise them.
+const tokenPrefix = "ctalk_"
+
+// tokenPattern matches a ctalk token anywhere in a text: the prefix and 43
+// base64url characters (256 random bits).
+var tokenPattern = regexp.MustCompile(`ctalk_[A-Za-z0-9_-]{43}`)
+
+// newToken returns a fresh 256-bit random token and the hash stored for it.
+func newToken() (token string, hash []byte) {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails: crypto/rand panics rather than return an error
+	token = tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	return token, hashToken(token)
+}
+
+// hashToken is what the database stores and looks tokens up by. A token has
+// 256 bits of entropy, so one SHA-256 suffices: no password hashing on the
+// hot path of every tool call.
+func hashToken(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
+}
+
+// looksLikeToken reports whether text contains something shaped like a ctalk token.
+func looksLikeToken(text string) bool { return tokenPattern.MatchString(text) }

@@ -1,0 +1,112 @@
+package mcp
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Field limits, in characters. They bound what one call can store and what a
+// model has to read back; each error names the limit.
+const (
+	maxIDLen        = 64
+	maxNameLen      = 100
+	maxOwnershipLen = 500
+	maxNotesLen     = 4000
+	maxQuestionLen  = 8000
+	maxAnswerLen    = 16000
+	minUserPassLen  = 8
+	minAdminPassLen = 12
+	maxPasswordLen  = 256
+	maxTokenLen     = 200
+)
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+// inputError is an expected failure caused by the caller's arguments: its
+// text goes back to the model as is, so it must never contain a secret.
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string { return e.msg }
+
+func badInput(format string, args ...any) error {
+	return &inputError{msg: fmt.Sprintf(format, args...)}
+}
+
+// slug normalises an id (org_id, user_id) to lower case and checks its shape.
+func slug(field, value string) (string, error) {
+	v := strings.ToLower(strings.TrimSpace(value))
+	switch {
+	case v == "":
+		return "", badInput("%s is required", field)
+	case utf8.RuneCountInString(v) > maxIDLen:
+		return "", badInput("%s is too long: at most %d characters", field, maxIDLen)
+	case !slugPattern.MatchString(v):
+		return "", badInput("%s %q is not valid: use letters, digits, '-' and '_', starting with a letter or digit", field, value)
+	}
+	return v, nil
+}
+
+// text checks and cleans free text a person wrote (names, notes, questions,
+// answers). It rejects invalid UTF-8 and control characters other than tab
+// and newline, strips characters that hide or reorder what a reader sees
+// (bidirectional overrides, zero-width spaces), refuses anything shaped like
+// a ctalk token, and enforces the field's length limit.
+func text(field, value string, required bool, max int) (string, error) {
+	if !utf8.ValidString(value) {
+		return "", badInput("%s is not valid UTF-8 text", field)
+	}
+	var b strings.Builder
+	b.Grow(len(value))
+	for i, r := range value {
+		switch {
+		case r == '\t' || r == '\n':
+			b.WriteRune(r)
+		case r == '\r':
+			if !strings.HasPrefix(value[i:], "\r\n") {
+				b.WriteRune('\n')
+			}
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return "", badInput("%s contains a control character (U+%04X) at byte %d: remove it", field, r, i)
+		case hidden(r):
+			// dropped: see the function comment
+		default:
+			b.WriteRune(r)
+		}
+	}
+	v := strings.TrimSpace(b.String())
+	n := utf8.RuneCountInString(v)
+	switch {
+	case required && v == "":
+		return "", badInput("%s is required", field)
+	case n > max:
+		return "", badInput("%s is too long: %d characters, at most %d", field, n, max)
+	case looksLikeToken(v):
+		return "", badInput("%s looks like a credential (a ctalk auth token): remove it; never share tokens through ctalk", field)
+	}
+	return v, nil
+}
+
+// hidden reports characters that change how text displays without being seen.
+func hidden(r rune) bool {
+	switch {
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069: // bidi embeddings, overrides, isolates
+		return true
+	case r == 0x200b, r == 0x200e, r == 0x200f, r == 0x061c, r == 0x2060, r == 0xfeff:
+		return true
+	}
+	return false
+}
+
+// password checks a new password's length; the password itself never appears in an error.
+func password(field, value string, min int) error {
+	n := utf8.RuneCountInString(value)
+	switch {
+	case n < min:
+		return badInput("%s is too short: use at least %d characters", field, min)
+	case n > maxPasswordLen:
+		return badInput("%s is too long: at most %d characters", field, maxPasswordLen)
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+// Package server is ctalk's HTTP front: GET /health, GET /, and the MCP
+// Streamable HTTP endpoint at /mcp, with timeouts, body limits, Origin
+// checks and graceful shutdown.
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/mcp"
+)
+
+// DefaultMaxBodyBytes bounds one /mcp request body.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Config is what the HTTP server needs.
+type Config struct {
+	Store   db.Store
+	MCP     *mcpserver.MCPServer
+	Logger  *slog.Logger
+	Version string
+	// AllowedOrigins are browser origins (scheme://host[:port]) allowed to call
+	// /mcp besides the server's own. Requests without an Origin header (every
+	// non-browser MCP client) are not affected.
+	AllowedOrigins []string
+	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+}
+
+// Handler returns the HTTP handler for every route.
+func Handler(cfg Config) http.Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	streamable := mcpserver.NewStreamableHTTPServer(cfg.MCP,
+		// Stateless: any replica answers any request, no sticky sessions.
+		mcpserver.WithStateLess(true),
+		// In stateless mode every GET stream shares one session, so a
+		// notification could reach the wrong client: no GET streams (405).
+		mcpserver.WithDisableStreaming(true),
+		mcpserver.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+			return mcp.WithBearerToken(ctx, mcp.BearerToken(r.Header.Get("Authorization")))
+		}),
+	)
+	origins := map[string]bool{}
+	for _, o := range cfg.AllowedOrigins {
+		origins[strings.ToLower(strings.TrimRight(o, "/"))] = true
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", health(cfg.Store))
+	mux.HandleFunc("GET /{$}", index(cfg.Version))
+	mux.Handle("/mcp", checkOrigin(origins, limitBody(cfg.MaxBodyBytes, streamable)))
+	return logRequests(cfg.Logger, mux)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v) //nolint:errcheck // the client went away
+}
+
+// health answers 200 while the database answers, 503 with a reason otherwise.
+func health(store db.Store) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		if err := store.Ping(ctx); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{
+				"status": "unavailable",
+				"reason": store.Backend() + " database is not answering",
+			})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}
+}
+
+// index describes the service and how to add it to Claude Code.
+func index(version string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		endpoint := baseURL(r) + "/mcp"
+		writeJSON(w, http.StatusOK, map[string]string{
+			"service":        "ctalk",
+			"description":    "Ask coworkers questions through Claude Code; answers are sent only after the person approves them.",
+			"version":        version,
+			"mcp_endpoint":   endpoint,
+			"claude_mcp_add": "claude mcp add --transport http ctalk " + endpoint + " -s user",
+			"health":         baseURL(r) + "/health",
+		})
+	}
+}
+
+// baseURL is the URL clients reach this server at; hosts such as Railway and
+// Render terminate TLS in front of it and say so in X-Forwarded-Proto.
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// checkOrigin refuses browser requests from other sites (DNS rebinding and
+// cross-site requests): a request with an Origin header must come from this
+// server's own origin or one configured as allowed.
+func checkOrigin(allowed map[string]bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin != "" && !allowed[strings.ToLower(origin)] && !sameHost(origin, r.Host) {
+			writeJSON(w, http.StatusForbidden, jsonRPCError(-32000,
+				"Origin "+origin+" is not allowed: add it to CTALK_ALLOWED_ORIGINS to let that site call ctalk"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func sameHost(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
+}
+
+// limitBody reads the body up front with a limit, answering 413 with a clear
+// JSON-RPC error when it is too large (mcp-go reads bodies without a limit).
+func limitBody(max int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			writeJSON(w, http.StatusRequestEntityTooLarge, jsonRPCError(-32600,
+				"request body is larger than the limit of "+byteSize(max)+": send shorter text"))
+			return
+		case err != nil:
+			writeJSON(w, http.StatusBadRequest, jsonRPCError(-32700, "could not read the request body"))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+func byteSize(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b) + " bytes"
+}
+
+func jsonRPCError(code int, msg string) map[string]any {
+	return map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}}
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// logRequests logs one line per request: method, path, status, duration.
+// Never headers (tokens) or bodies (passwords, messages).
+func logRequests(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		log.InfoContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path,
+			"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
+	})
+}
+
+// Serve serves h on ln until ctx is done, then stops accepting connections
+// and lets in-flight requests finish for up to drain.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, drain time.Duration) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      90 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		srv.Close()
+		return errors.New("shutdown: in-flight requests did not finish within the drain time")
+	}
+	return nil
+}
