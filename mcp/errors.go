@@ -13,7 +13,7 @@ import (
 var (
 	errNotLoggedIn = &inputError{msg: "not logged in: call login with your org_id, user_id and password, " +
 		"then pass the returned auth_token (or configure an Authorization: Bearer header for this MCP server)"}
-	errBadToken = &inputError{msg: "auth_token is invalid, expired or revoked: call login again to get a new one"}
+	errBadToken      = &inputError{msg: "auth_token is invalid, expired or revoked: call login again to get a new one"}
 	errTokenMismatch = &inputError{msg: "the auth_token argument and the Authorization header name different tokens: " +
 		"drop the auth_token argument to use the header, or fix the header"}
 	errBadLogin = &inputError{msg: "login failed: the organization, user or password is wrong"}
