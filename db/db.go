@@ -91,6 +91,14 @@ type Reply struct {
 	RecipientName string
 }
 
+// Throttle counts failed password attempts for one key.
+type Throttle struct {
+	Key         string
+	Failures    int64
+	LockedUntil time.Time
+	UpdatedAt   time.Time
+}
+
 // Queries are the operations available inside one transaction. Every method
 // that reads or writes organization data takes the organization's id: scoping
 // is part of every query, never a filter applied afterwards.
@@ -108,6 +116,16 @@ type Queries interface {
 	ListUsers(ctx context.Context, orgID string) ([]User, error)
 	UpdateUserNotes(ctx context.Context, orgID, id, notes string) error
 	UpdateUserProfileNotes(ctx context.Context, orgID, id, profileNotes string) error
+	UpdateUserPassword(ctx context.Context, orgID, id, passwordHash string) error
+	// SetUserDeactivated deactivates a user at the given time, or reactivates them with nil.
+	SetUserDeactivated(ctx context.Context, orgID, id string, at *time.Time) error
+
+	// GetThrottles returns the stored rows of up to two throttle keys.
+	GetThrottles(ctx context.Context, accountKey, addrKey string) ([]Throttle, error)
+	PutThrottle(ctx context.Context, t Throttle) error
+	ClearThrottle(ctx context.Context, key string) error
+	// PruneThrottles deletes rows not updated since before.
+	PruneThrottles(ctx context.Context, before time.Time) (int64, error)
 
 	CreateToken(ctx context.Context, t Token) error
 	GetToken(ctx context.Context, hash []byte) (Token, error)

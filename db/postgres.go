@@ -196,3 +196,29 @@ func (a pgQueries) LastAnswer(ctx context.Context, orgID, fromUserID, toUserID s
 	rows, err := a.q.LastAnswer(ctx, pgdb.LastAnswerParams{OrgID: orgID, FromUserID: fromUserID, ToUserID: toUserID})
 	return first(convertAll(rows, func(m pgdb.Message) Message { return Message(m) }), pgError(err))
 }
+
+func (a pgQueries) UpdateUserPassword(ctx context.Context, orgID, id, passwordHash string) error {
+	return oneRow(a.q.UpdateUserPassword(ctx, pgdb.UpdateUserPasswordParams{OrgID: orgID, ID: id, PasswordHash: passwordHash}))(pgError)
+}
+
+func (a pgQueries) SetUserDeactivated(ctx context.Context, orgID, id string, at *time.Time) error {
+	return oneRow(a.q.SetUserDeactivated(ctx, pgdb.SetUserDeactivatedParams{OrgID: orgID, ID: id, DeactivatedAt: at}))(pgError)
+}
+
+func (a pgQueries) GetThrottles(ctx context.Context, accountKey, addrKey string) ([]Throttle, error) {
+	rows, err := a.q.GetThrottle(ctx, pgdb.GetThrottleParams{AccountKey: accountKey, AddrKey: addrKey})
+	return convertAll(rows, func(r pgdb.LoginThrottle) Throttle { return Throttle(r) }), pgError(err)
+}
+
+func (a pgQueries) PutThrottle(ctx context.Context, t Throttle) error {
+	return pgError(a.q.RecordFailure(ctx, pgdb.RecordFailureParams(t)))
+}
+
+func (a pgQueries) ClearThrottle(ctx context.Context, key string) error {
+	return pgError(a.q.ClearThrottle(ctx, key))
+}
+
+func (a pgQueries) PruneThrottles(ctx context.Context, before time.Time) (int64, error) {
+	n, err := a.q.PruneThrottle(ctx, before)
+	return n, pgError(err)
+}

@@ -249,3 +249,29 @@ func (a sqliteQueries) LastAnswer(ctx context.Context, orgID, fromUserID, toUser
 	rows, err := a.q.LastAnswer(ctx, sqlitedb.LastAnswerParams{OrgID: orgID, FromUserID: fromUserID, ToUserID: toUserID})
 	return first(convertAll(rows, func(m sqlitedb.Message) Message { return Message(m) }), sqliteError(err))
 }
+
+func (a sqliteQueries) UpdateUserPassword(ctx context.Context, orgID, id, passwordHash string) error {
+	return oneRow(a.q.UpdateUserPassword(ctx, sqlitedb.UpdateUserPasswordParams{OrgID: orgID, ID: id, PasswordHash: passwordHash}))(sqliteError)
+}
+
+func (a sqliteQueries) SetUserDeactivated(ctx context.Context, orgID, id string, at *time.Time) error {
+	return oneRow(a.q.SetUserDeactivated(ctx, sqlitedb.SetUserDeactivatedParams{OrgID: orgID, ID: id, DeactivatedAt: at}))(sqliteError)
+}
+
+func (a sqliteQueries) GetThrottles(ctx context.Context, accountKey, addrKey string) ([]Throttle, error) {
+	rows, err := a.q.GetThrottle(ctx, sqlitedb.GetThrottleParams{AccountKey: accountKey, AddrKey: addrKey})
+	return convertAll(rows, func(r sqlitedb.LoginThrottle) Throttle { return Throttle(r) }), sqliteError(err)
+}
+
+func (a sqliteQueries) PutThrottle(ctx context.Context, t Throttle) error {
+	return sqliteError(a.q.RecordFailure(ctx, sqlitedb.RecordFailureParams(t)))
+}
+
+func (a sqliteQueries) ClearThrottle(ctx context.Context, key string) error {
+	return sqliteError(a.q.ClearThrottle(ctx, key))
+}
+
+func (a sqliteQueries) PruneThrottles(ctx context.Context, before time.Time) (int64, error) {
+	n, err := a.q.PruneThrottle(ctx, before)
+	return n, sqliteError(err)
+}

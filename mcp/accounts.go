@@ -68,11 +68,11 @@ func (t *tools) adminCheck(ctx context.Context, orgIDArg, adminPassword string) 
 	if err != nil && !errors.Is(err, db.ErrNotFound) {
 		return db.Organization{}, err
 	}
-	ok, verr := t.hash.Verify(ctx, org.AdminPasswordHash, adminPassword)
+	ok, verr := t.checkPassword(ctx, adminKey(orgID), org.AdminPasswordHash, adminPassword, err == nil)
 	if verr != nil {
 		return db.Organization{}, verr
 	}
-	if err != nil || !ok {
+	if !ok {
 		return db.Organization{}, errBadAdmin
 	}
 	return org, nil
@@ -173,11 +173,11 @@ func (t *tools) login(ctx context.Context, a loginArgs) (any, error) {
 	}
 	// Unknown organization or user: verify against a dummy hash anyway, so
 	// every failure costs the same time and gives the same message.
-	ok, verr := t.hash.Verify(ctx, u.PasswordHash, a.Password)
+	ok, verr := t.checkPassword(ctx, userKey(orgID, userID), u.PasswordHash, a.Password, err == nil && u.DeactivatedAt == nil)
 	if verr != nil {
 		return nil, verr
 	}
-	if err != nil || !ok || u.DeactivatedAt != nil {
+	if !ok {
 		return nil, errBadLogin
 	}
 	token, hash := newToken()

@@ -241,21 +241,69 @@ type sentResult struct {
 	ToUserID   string    `json:"delivered_to_user_id"`
 }
 
+// errProposeFirst refuses a send the human has not been shown.
+func errProposeFirst(id int64) error {
+	return badInput("send_response only sends text the user has seen: save this exact text with "+
+		"propose_response (message_id %d), show it to the user, and call send_response with it after they approve", id)
+}
+
+type notSentResult struct {
+	MessageID int64  `json:"message_id"`
+	Status    string `json:"status"`
+	Reason    string `json:"reason"`
+}
+
 func (t *tools) sendResponse(ctx context.Context, a sendResponseArgs) (any, error) {
 	final, err := text("final_text", a.FinalText, true, maxAnswerLen)
 	if err != nil {
 		return nil, err
 	}
 	id := int64(a.MessageID)
-	var res sentResult
+	// Read first: the human is asked about a question that exists and is
+	// still unanswered, before anything is locked.
+	var (
+		c     caller
+		m     db.Message
+		asker db.User
+		res   *sentResult
+	)
+	err = t.store.View(ctx, func(q db.Queries) error {
+		if c, err = t.authenticate(ctx, q, a.AuthToken); err != nil {
+			return err
+		}
+		if m, err = recipientMessage(ctx, q, c, id); err != nil {
+			return err
+		}
+		if res, err = alreadySent(m, final); res != nil || err != nil {
+			return err
+		}
+		asker, err = q.GetUser(ctx, c.user.OrgID, m.FromUserID)
+		return err
+	})
+	if err != nil || res != nil {
+		return res, err
+	}
+	call := callFrom(ctx)
+	if call.canElicit {
+		state := approvalState(c, id, final)
+		switch d, action := approvalDecision(ctx, state); d {
+		case decisionNone:
+			return askApproval(state, asker.Name, asker.ID, id, m.Question, final), nil
+		case decisionRefused:
+			return notSentResult{MessageID: id, Status: "not sent",
+				Reason: fmt.Sprintf("the user did not approve sending this answer (%s); the question is still unanswered", action)}, nil
+		}
+	} else if m.DraftText == nil || *m.DraftText != final {
+		return nil, errProposeFirst(id)
+	}
 	err = t.store.InTx(ctx, func(q db.Queries) error {
 		c, err := t.authenticate(ctx, q, a.AuthToken)
 		if err != nil {
 			return err
 		}
-		// Take the organization's event lock before reading the message:
-		// concurrent sends of one answer queue here, and each sees the
-		// answer of the one before it.
+		// Take the organization's event lock before reading the message again:
+		// concurrent sends of one answer queue here, and each sees the answer
+		// of the one before it.
 		seq, err := q.AllocateEvent(ctx, c.user.OrgID)
 		if err != nil {
 			return err
@@ -264,21 +312,35 @@ func (t *tools) sendResponse(ctx context.Context, a sendResponseArgs) (any, erro
 		if err != nil {
 			return err
 		}
-		if m.Answered() {
-			if *m.AnswerText != final {
-				return badInput("question %d was already answered with different text; an answer is sent once and cannot change", id)
-			}
-			res = sentResult{MessageID: id, Status: "already sent", FinalText: final, AnsweredAt: *m.AnsweredAt, ToUserID: m.FromUserID}
-			return nil
+		if res, err = alreadySent(m, final); res != nil || err != nil {
+			return err
+		}
+		if !call.canElicit && (m.DraftText == nil || *m.DraftText != final) {
+			return errProposeFirst(id) // the draft changed meanwhile
 		}
 		now := t.clock()
 		if err := q.AnswerMessage(ctx, c.user.OrgID, id, final, now, seq); err != nil {
 			return err
 		}
-		res = sentResult{MessageID: id, Status: "sent", FinalText: final, AnsweredAt: now, ToUserID: m.FromUserID}
+		res = &sentResult{MessageID: id, Status: "sent", FinalText: final, AnsweredAt: now, ToUserID: m.FromUserID}
 		return nil
 	})
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// alreadySent handles a question that has its answer: the same text again is
+// the same success, other text is refused.
+func alreadySent(m db.Message, final string) (*sentResult, error) {
+	if !m.Answered() {
+		return nil, nil
+	}
+	if *m.AnswerText != final {
+		return nil, badInput("question %d was already answered with different text; an answer is sent once and cannot change", m.ID)
+	}
+	return &sentResult{MessageID: m.ID, Status: "already sent", FinalText: final, AnsweredAt: *m.AnsweredAt, ToUserID: m.FromUserID}, nil
 }
 
 type checkRepliesArgs struct {

@@ -53,7 +53,10 @@ func handle[A any](t *tools, name string, fn func(context.Context, A) (any, erro
 		if err := req.BindArguments(&args); err != nil {
 			return mcpgo.NewToolResultError(argumentError(err)), nil
 		}
-		out, err := fn(ctx, args)
+		out, err := fn(withCall(ctx, req), args)
+		if r, ok := out.(*mcpgo.CallToolResult); ok && err == nil {
+			return r, nil // a result the tool built itself, such as an input request
+		}
 		if err != nil {
 			return mcpgo.NewToolResultError(publicError(ctx, t.log, name, err)), nil
 		}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -48,12 +49,17 @@ func Handler(cfg Config) http.Handler {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	streamable := mcpserver.NewStreamableHTTPServer(cfg.MCP,
-		// Stateless: any replica answers any request, no sticky sessions.
-		mcpserver.WithStateLess(true),
+		// The default session manager mints session ids at initialize but
+		// keeps no state a request depends on: any replica answers any
+		// request, no sticky sessions. (mcp-go's fully stateless mode cannot
+		// carry a 2025-11-25 client's answer to an elicitation back to the
+		// waiting call; with this one it can, on the replica that asked.)
 		// In stateless mode every GET stream shares one session, so a
 		// notification could reach the wrong client: no GET streams (405).
 		mcpserver.WithDisableStreaming(true),
+		mcpserver.WithStreamableHTTPLogger(cfg.Logger),
 		mcpserver.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+			ctx = mcp.WithClientAddr(ctx, clientAddr(r))
 			return mcp.WithBearerToken(ctx, mcp.BearerToken(r.Header.Get("Authorization")))
 		}),
 	)
@@ -115,6 +121,33 @@ func baseURL(r *http.Request) string {
 	}
 	return scheme + "://" + r.Host
 }
+
+// clientAddr is the caller's IP address for password throttling. Behind a
+// host's proxy (Railway, Render) the connection comes from the proxy on a
+// private address, and the proxy appends the client's address to
+// X-Forwarded-For: its last entry is the one the nearest proxy saw. A
+// connection from a public address is the client itself, and its
+// X-Forwarded-For is ignored (it could be forged to dodge the throttle).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil || !(peer.IsPrivate() || peer.IsLoopback() || cgnat.Contains(peer.Unmap())) {
+		return host
+	}
+	if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
+		parts := strings.Split(xff[len(xff)-1], ",")
+		if a, err := netip.ParseAddr(strings.TrimSpace(parts[len(parts)-1])); err == nil {
+			return a.String()
+		}
+	}
+	return host
+}
+
+// cgnat is the shared address space some hosts' internal networks use.
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
 // checkOrigin refuses browser requests from other sites (DNS rebinding and
 // cross-site requests): a request with an Origin header must come from this

@@ -17,6 +17,13 @@ type AuthToken struct {
 	RevokedAt *time.Time
 }
 
+type LoginThrottle struct {
+	Key         string
+	Failures    int64
+	LockedUntil time.Time
+	UpdatedAt   time.Time
+}
+
 type Message struct {
 	OrgID          string
 	ID             int64
