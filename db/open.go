@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -132,7 +133,8 @@ func openPostgres(ctx context.Context, url string, logger *slog.Logger) (Store, 
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
-		return nil, nil, fmt.Errorf("connect to PostgreSQL at %s:%d: %w", pc.ConnConfig.Host, pc.ConnConfig.Port, err)
+		return nil, nil, fmt.Errorf("cannot connect to PostgreSQL at %s:%d (%s): check DATABASE_URL and that the server is running",
+			pc.ConnConfig.Host, pc.ConnConfig.Port, lastLine(err))
 	}
 	// A table lock, not goose's advisory (session) lock: session locks leak
 	// behind transaction poolers such as Neon's pooled URL, and replicas booting
@@ -180,6 +182,17 @@ func openSQLite(ctx context.Context, path string, logger *slog.Logger) (Store, *
 		return nil, nil, fmt.Errorf("load migrations: %w", err)
 	}
 	return store, &Migrator{provider: p}, nil
+}
+
+// lastLine is the innermost cause of a connection error, on one line: pgx
+// lists every address it tried on lines of their own.
+func lastLine(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if i := strings.LastIndex(last, ": "); i >= 0 && i+2 < len(last) {
+		last = last[i+2:]
+	}
+	return last
 }
 
 // checkWritableDir fails early, with a reason a person can act on, when the

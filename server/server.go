@@ -49,11 +49,15 @@ func Handler(cfg Config) http.Handler {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	streamable := mcpserver.NewStreamableHTTPServer(cfg.MCP,
-		// The default session manager mints session ids at initialize but
-		// keeps no state a request depends on: any replica answers any
-		// request, no sticky sessions. (mcp-go's fully stateless mode cannot
-		// carry a 2025-11-25 client's answer to an elicitation back to the
-		// waiting call; with this one it can, on the replica that asked.)
+		// Session ids are minted at initialize but no request depends on
+		// state kept for them: any replica answers any request, with no
+		// sticky sessions. (mcp-go's fully stateless mode cannot carry a
+		// 2025-11-25 client's answer to an elicitation back to the waiting
+		// call; with minted ids it can, on the replica that asked.)
+		mcpserver.WithSessionIdManager(&lenientSessions{}),
+		// Forget per-session state (client capabilities) of clients that
+		// went away without DELETE.
+		mcpserver.WithSessionIdleTTL(time.Hour),
 		// In stateless mode every GET stream shares one session, so a
 		// notification could reach the wrong client: no GET streams (405).
 		mcpserver.WithDisableStreaming(true),
@@ -71,7 +75,7 @@ func Handler(cfg Config) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", health(cfg.Store))
 	mux.HandleFunc("GET /{$}", index(cfg.Version))
-	mux.Handle("/mcp", checkOrigin(origins, limitBody(cfg.MaxBodyBytes, streamable)))
+	mux.Handle("/mcp", checkOrigin(origins, limitBody(cfg.MaxBodyBytes, longWrite(streamable))))
 	return logRequests(cfg.Logger, mux)
 }
 
@@ -149,13 +153,16 @@ func clientAddr(r *http.Request) string {
 // cgnat is the shared address space some hosts' internal networks use.
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
-// checkOrigin refuses browser requests from other sites (DNS rebinding and
-// cross-site requests): a request with an Origin header must come from this
-// server's own origin or one configured as allowed.
+// checkOrigin refuses browser requests from other sites (cross-site requests
+// and DNS rebinding, which the MCP transport spec requires servers to stop).
+// ctalk has no web UI, so a request with an Origin header passes only when
+// that origin is configured as allowed, or when a local page calls a server
+// on a loopback address. Requests without Origin (every non-browser MCP
+// client) pass.
 func checkOrigin(allowed map[string]bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
-		if origin != "" && !allowed[strings.ToLower(origin)] && !sameHost(origin, r.Host) {
+		if origin != "" && !allowed[strings.ToLower(origin)] && !(isLoopbackOrigin(origin) && isLoopbackHost(r.Host)) {
 			writeJSON(w, http.StatusForbidden, jsonRPCError(-32000,
 				"Origin "+origin+" is not allowed: add it to CTALK_ALLOWED_ORIGINS to let that site call ctalk"))
 			return
@@ -164,9 +171,46 @@ func checkOrigin(allowed map[string]bool, next http.Handler) http.Handler {
 	})
 }
 
-func sameHost(origin, host string) bool {
+func isLoopbackOrigin(origin string) bool {
 	u, err := url.Parse(origin)
-	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackHost(u.Host)
+}
+
+func isLoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// lenientSessions mints session ids and accepts any request that carries
+// one of ours or none at all: no request depends on per-session state, so
+// a client that does not echo the id (or reaches another replica) still works.
+type lenientSessions struct{ mcpserver.StatelessGeneratingSessionIdManager }
+
+func (l *lenientSessions) Validate(id string) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	return l.StatelessGeneratingSessionIdManager.Validate(id)
+}
+
+// mcpWriteTimeout bounds one /mcp response. It is longer than the server's
+// default write timeout: a call may wait for a person to approve an answer
+// in their client's dialog.
+const mcpWriteTimeout = 15 * time.Minute
+
+func longWrite(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(mcpWriteTimeout)) //nolint:errcheck // best effort
+		next.ServeHTTP(w, r)
+	})
 }
 
 // limitBody reads the body up front with a limit, answering 413 with a clear
