@@ -44,6 +44,8 @@ type User struct {
 	ProfileNotes  string
 	CreatedAt     time.Time
 	DeactivatedAt *time.Time
+	// RepliesSeenSeq is the newest answer sequence number check_replies has shown the user.
+	RepliesSeenSeq int64
 }
 
 // Token is a stored auth token: only the SHA-256 hash of the secret is kept.
@@ -141,14 +143,26 @@ type Queries interface {
 	SaveDraft(ctx context.Context, orgID string, id int64, draft string, at time.Time) error
 	// AnswerMessage stores the final answer of an unanswered question; ErrNotFound if it is answered.
 	AnswerMessage(ctx context.Context, orgID string, id int64, answer string, at time.Time, seq int64) error
-	// ListReplies returns up to limit answers to a user's questions answered at or
-	// after since with a sequence number above afterSeq, in commit order.
-	ListReplies(ctx context.Context, orgID, fromUserID string, since time.Time, afterSeq int64, limit int) ([]Reply, error)
+	// ListReplies returns up to limit answers to a user's questions, in commit
+	// order: those with a sequence number above afterSeq answered at or after
+	// since, and all those above seenSeq (not yet shown to the user).
+	ListReplies(ctx context.Context, orgID, fromUserID string, since time.Time, afterSeq, seenSeq int64, limit int) ([]Reply, error)
+	// MarkRepliesSeen raises the user's RepliesSeenSeq to seq.
+	MarkRepliesSeen(ctx context.Context, orgID, userID string, seq int64) error
 	CountQuestions(ctx context.Context, orgID, fromUserID, toUserID string) (int64, error)
 	// LastQuestion and LastAnswer return the newest question (answer) from one user
 	// to another, or ErrNotFound.
 	LastQuestion(ctx context.Context, orgID, fromUserID, toUserID string) (Message, error)
 	LastAnswer(ctx context.Context, orgID, fromUserID, toUserID string) (Message, error)
+
+	// ListEvents returns up to limit events of a user with a sequence number
+	// above afterSeq, in commit order: questions asked of them and answers to
+	// questions they asked.
+	ListEvents(ctx context.Context, orgID, userID string, afterSeq int64, limit int) ([]Event, error)
+	// NotifyEvent wakes the user's waiters on every replica once the
+	// transaction commits (and never if it rolls back). Call it in the
+	// transaction that writes event seq for userID.
+	NotifyEvent(ctx context.Context, orgID, userID string, seq int64) error
 }
 
 // Store is a database ctalk can run transactions on.
@@ -162,4 +176,16 @@ type Store interface {
 	// Backend names the backend: "sqlite" or "postgres".
 	Backend() string
 	Close() error
+
+	// Subscribe returns a channel that receives a value soon after an event
+	// for the user commits, on this replica or another, and whenever one may
+	// have been missed (a lost database connection, a writer that did not
+	// notify): a wake-up means "look again", never "there is something".
+	// Values coalesce. The subscription holds no database connection; cancel
+	// ends it, and so does the end of ctx.
+	Subscribe(ctx context.Context, orgID, userID string) (wake <-chan struct{}, cancel func())
+	// Connections reports the store's pooled database connections: how many
+	// are open and how many are in use. (PostgreSQL's LISTEN connection,
+	// once open, is one more, outside the pool.)
+	Connections() (open, inUse int)
 }

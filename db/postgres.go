@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -17,11 +18,17 @@ import (
 // postgresStore is the production backend: a pgx pool.
 type postgresStore struct {
 	pool *pgxpool.Pool
+	// events wakes waiters; its LISTEN connection is outside the pool.
+	events notifier
 }
 
 func (s *postgresStore) Backend() string { return "postgres" }
 
-func (s *postgresStore) Close() error { s.pool.Close(); return nil }
+func (s *postgresStore) Close() error {
+	s.events.close()
+	s.pool.Close()
+	return nil
+}
 
 func (s *postgresStore) Ping(ctx context.Context) error {
 	return pgError(s.pool.Ping(ctx))
@@ -41,7 +48,7 @@ func (s *postgresStore) tx(ctx context.Context, opts pgx.TxOptions, fn func(q Qu
 		return pgError(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
-	if err := fn(pgQueries{pgdb.New(tx)}); err != nil {
+	if err := fn(pgQueries{pgdb.New(tx), tx}); err != nil {
 		return err
 	}
 	return pgError(tx.Commit(ctx))
@@ -76,7 +83,10 @@ func pgError(err error) error {
 }
 
 // pgQueries adapts the generated Postgres queries to Queries.
-type pgQueries struct{ q *pgdb.Queries }
+type pgQueries struct {
+	q  *pgdb.Queries
+	tx pgx.Tx // for NOTIFY, which sqlc's shared queries cannot express
+}
 
 func (a pgQueries) CreateOrganization(ctx context.Context, o Organization) error {
 	return pgError(a.q.CreateOrganization(ctx, pgdb.CreateOrganizationParams{
@@ -175,11 +185,16 @@ func (a pgQueries) AnswerMessage(ctx context.Context, orgID string, id int64, an
 	}))(pgError)
 }
 
-func (a pgQueries) ListReplies(ctx context.Context, orgID, fromUserID string, since time.Time, afterSeq int64, limit int) ([]Reply, error) {
+func (a pgQueries) ListReplies(ctx context.Context, orgID, fromUserID string, since time.Time, afterSeq, seenSeq int64, limit int) ([]Reply, error) {
+	minSeq := min(afterSeq, seenSeq)
 	rows, err := a.q.ListReplies(ctx, pgdb.ListRepliesParams{
-		OrgID: orgID, FromUserID: fromUserID, Since: &since, AfterSeq: &afterSeq, MaxRows: int32(limit),
+		OrgID: orgID, FromUserID: fromUserID, MinSeq: &minSeq, AfterSeq: &afterSeq, Since: &since, SeenSeq: &seenSeq, MaxRows: int32(limit),
 	})
 	return convertAll(rows, func(r pgdb.ListRepliesRow) Reply { return Reply{Message(r.Message), r.RecipientName} }), pgError(err)
+}
+
+func (a pgQueries) MarkRepliesSeen(ctx context.Context, orgID, userID string, seq int64) error {
+	return pgError(a.q.MarkRepliesSeen(ctx, pgdb.MarkRepliesSeenParams{OrgID: orgID, ID: userID, SeenSeq: seq}))
 }
 
 func (a pgQueries) CountQuestions(ctx context.Context, orgID, fromUserID, toUserID string) (int64, error) {
@@ -221,4 +236,112 @@ func (a pgQueries) ClearThrottle(ctx context.Context, key string) error {
 func (a pgQueries) PruneThrottles(ctx context.Context, before time.Time) (int64, error) {
 	n, err := a.q.PruneThrottle(ctx, before)
 	return n, pgError(err)
+}
+
+func (a pgQueries) ListEvents(ctx context.Context, orgID, userID string, afterSeq int64, limit int) ([]Event, error) {
+	rows, err := a.q.ListEvents(ctx, pgdb.ListEventsParams{OrgID: orgID, UserID: userID, AfterSeq: afterSeq, MaxRows: int32(limit)})
+	return convertAll(rows, func(r pgdb.ListEventsRow) Event { return Event(r) }), pgError(err)
+}
+
+// pgEventChannel is the NOTIFY channel of event wake-ups. Channels are
+// database-wide: the payload names the schema, so deployments (and tests)
+// sharing a database in different schemas ignore each other's events.
+const pgEventChannel = "ctalk_events"
+
+// pgEvent is a NOTIFY payload.
+type pgEvent struct {
+	Schema string `json:"s"`
+	OrgID  string `json:"o"`
+	UserID string `json:"u"`
+	Seq    int64  `json:"q"`
+}
+
+// NotifyEvent queues a NOTIFY that PostgreSQL delivers when the transaction
+// commits (and drops if it rolls back).
+func (a pgQueries) NotifyEvent(ctx context.Context, orgID, userID string, seq int64) error {
+	_, err := a.tx.Exec(ctx, `SELECT pg_notify($1, json_build_object('s', current_schema(), 'o', $2::text, 'u', $3::text, 'q', $4::bigint)::text)`,
+		pgEventChannel, orgID, userID, seq)
+	return pgError(err)
+}
+
+func (s *postgresStore) Subscribe(ctx context.Context, orgID, userID string) (<-chan struct{}, func()) {
+	return s.events.subscribe(ctx, orgID, userID, s.listen, func(ctx context.Context) { s.events.poll(ctx, s) })
+}
+
+// Reconnect delays of the LISTEN connection.
+const (
+	listenMinBackoff = 100 * time.Millisecond
+	listenMaxBackoff = 10 * time.Second
+	// listenPing is how long the LISTEN connection may stay silent before it
+	// is pinged: a dead peer would otherwise leave it waiting forever.
+	listenPing = 30 * time.Second
+)
+
+// listen keeps one LISTEN connection open until ctx ends, reconnecting with
+// backoff, and hands each notification to the notifier.
+func (s *postgresStore) listen(ctx context.Context) {
+	backoff := listenMinBackoff
+	for {
+		listening, _ := s.listenOnce(ctx)
+		if listening {
+			backoff = listenMinBackoff
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, listenMaxBackoff)
+	}
+}
+
+// listenOnce connects, listens, and relays notifications until the
+// connection fails or ctx ends. listening reports whether LISTEN succeeded.
+func (s *postgresStore) listenOnce(ctx context.Context) (listening bool, _ error) {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		conn.Close(closeCtx)
+	}()
+	var schema string
+	if err := conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return false, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgEventChannel); err != nil {
+		return false, err
+	}
+	// Whatever committed while nobody listened was not heard: look again.
+	s.events.wakeAll()
+	for {
+		waitCtx, cancel := context.WithTimeout(ctx, listenPing)
+		n, err := conn.WaitForNotification(waitCtx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return true, ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = conn.Ping(pingCtx)
+			cancel()
+			if err != nil {
+				return true, err
+			}
+			continue
+		case err != nil:
+			return true, err
+		}
+		var ev pgEvent
+		if json.Unmarshal([]byte(n.Payload), &ev) == nil && ev.Schema == schema {
+			s.events.publish(ev.OrgID, ev.UserID, ev.Seq)
+		}
+	}
+}
+
+func (s *postgresStore) Connections() (open, inUse int) {
+	st := s.pool.Stat()
+	return int(st.TotalConns()), int(st.AcquiredConns())
 }

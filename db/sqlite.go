@@ -47,11 +47,16 @@ func sqliteDSN(path string, forMigrations bool) string {
 type sqliteStore struct {
 	db         *sql.DB
 	migrations *sql.DB // for goose, without _timefmt
+	// events wakes this process's waiters after commits.
+	events notifier
 }
 
 func (s *sqliteStore) Backend() string { return "sqlite" }
 
-func (s *sqliteStore) Close() error { return errors.Join(s.db.Close(), s.migrations.Close()) }
+func (s *sqliteStore) Close() error {
+	s.events.close()
+	return errors.Join(s.db.Close(), s.migrations.Close())
+}
 
 func (s *sqliteStore) Ping(ctx context.Context) error {
 	return sqliteError(s.db.PingContext(ctx))
@@ -71,10 +76,17 @@ func (s *sqliteStore) tx(ctx context.Context, opts *sql.TxOptions, fn func(q Que
 		return sqliteError(err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := fn(sqliteQueries{sqlitedb.New(utcArgs{tx})}); err != nil {
+	var events []pendingEvent
+	if err := fn(sqliteQueries{sqlitedb.New(utcArgs{tx}), &events}); err != nil {
 		return err
 	}
-	return sqliteError(tx.Commit())
+	if err := tx.Commit(); err != nil {
+		return sqliteError(err)
+	}
+	for _, e := range events {
+		s.events.publish(e.orgID, e.userID, e.seq)
+	}
+	return nil
 }
 
 // sqliteError maps SQLite errors to the package's sentinels, keeping the original for logs.
@@ -129,7 +141,16 @@ func (u utcArgs) QueryRowContext(ctx context.Context, query string, args ...any)
 }
 
 // sqliteQueries adapts the generated SQLite queries to Queries.
-type sqliteQueries struct{ q *sqlitedb.Queries }
+type sqliteQueries struct {
+	q      *sqlitedb.Queries
+	events *[]pendingEvent // published after the transaction commits
+}
+
+// pendingEvent is a NotifyEvent waiting for its transaction to commit.
+type pendingEvent struct {
+	orgID, userID string
+	seq           int64
+}
 
 func (a sqliteQueries) CreateOrganization(ctx context.Context, o Organization) error {
 	return sqliteError(a.q.CreateOrganization(ctx, sqlitedb.CreateOrganizationParams{
@@ -228,11 +249,16 @@ func (a sqliteQueries) AnswerMessage(ctx context.Context, orgID string, id int64
 	}))(sqliteError)
 }
 
-func (a sqliteQueries) ListReplies(ctx context.Context, orgID, fromUserID string, since time.Time, afterSeq int64, limit int) ([]Reply, error) {
+func (a sqliteQueries) ListReplies(ctx context.Context, orgID, fromUserID string, since time.Time, afterSeq, seenSeq int64, limit int) ([]Reply, error) {
+	minSeq := min(afterSeq, seenSeq)
 	rows, err := a.q.ListReplies(ctx, sqlitedb.ListRepliesParams{
-		OrgID: orgID, FromUserID: fromUserID, Since: &since, AfterSeq: &afterSeq, MaxRows: int64(limit),
+		OrgID: orgID, FromUserID: fromUserID, MinSeq: &minSeq, AfterSeq: &afterSeq, Since: &since, SeenSeq: &seenSeq, MaxRows: int64(limit),
 	})
 	return convertAll(rows, func(r sqlitedb.ListRepliesRow) Reply { return Reply{Message(r.Message), r.RecipientName} }), sqliteError(err)
+}
+
+func (a sqliteQueries) MarkRepliesSeen(ctx context.Context, orgID, userID string, seq int64) error {
+	return sqliteError(a.q.MarkRepliesSeen(ctx, sqlitedb.MarkRepliesSeenParams{OrgID: orgID, ID: userID, SeenSeq: seq}))
 }
 
 func (a sqliteQueries) CountQuestions(ctx context.Context, orgID, fromUserID, toUserID string) (int64, error) {
@@ -274,4 +300,26 @@ func (a sqliteQueries) ClearThrottle(ctx context.Context, key string) error {
 func (a sqliteQueries) PruneThrottles(ctx context.Context, before time.Time) (int64, error) {
 	n, err := a.q.PruneThrottle(ctx, before)
 	return n, sqliteError(err)
+}
+
+func (a sqliteQueries) ListEvents(ctx context.Context, orgID, userID string, afterSeq int64, limit int) ([]Event, error) {
+	rows, err := a.q.ListEvents(ctx, sqlitedb.ListEventsParams{OrgID: orgID, UserID: userID, AfterSeq: afterSeq, MaxRows: int64(limit)})
+	return convertAll(rows, func(r sqlitedb.ListEventsRow) Event { return Event(r) }), sqliteError(err)
+}
+
+// NotifyEvent queues a wake-up that the transaction publishes in process
+// after it commits. Other processes on the same file learn of the event
+// through the notifier's fallback poll.
+func (a sqliteQueries) NotifyEvent(_ context.Context, orgID, userID string, seq int64) error {
+	*a.events = append(*a.events, pendingEvent{orgID, userID, seq})
+	return nil
+}
+
+func (s *sqliteStore) Subscribe(ctx context.Context, orgID, userID string) (<-chan struct{}, func()) {
+	return s.events.subscribe(ctx, orgID, userID, func(ctx context.Context) { s.events.poll(ctx, s) })
+}
+
+func (s *sqliteStore) Connections() (open, inUse int) {
+	st := s.db.Stats()
+	return st.OpenConnections, st.InUse
 }

@@ -540,36 +540,41 @@ func TestListReplies(t *testing.T) {
 		answer(t, s, other, "x", t0.Add(4*time.Second))
 
 		reply := func(m db.Message) db.Reply { return db.Reply{Message: m, RecipientName: newUser("a", m.ToUserID).Name} }
+		// allSeen: every reply has been shown, so only since and afterSeq filter.
+		const allSeen = 1 << 62
 		tests := []struct {
 			name     string
 			since    time.Time
 			afterSeq int64
+			seenSeq  int64
 			limit    int
 			want     []db.Reply
 		}{
-			{"all", time.Time{}, 0, 10, []db.Reply{reply(m3), reply(m1), reply(m2)}},
-			{"since is inclusive to the microsecond", *m1.AnsweredAt, 0, 10, []db.Reply{reply(m1), reply(m2)}},
-			{"since a microsecond later", m1.AnsweredAt.Add(time.Microsecond), 0, 10, []db.Reply{reply(m2)}},
-			{"since in another zone", m1.AnsweredAt.In(time.FixedZone("x", 3600)), 0, 10, []db.Reply{reply(m1), reply(m2)}},
-			{"after seq", time.Time{}, *m3.AnsweredSeq, 10, []db.Reply{reply(m1), reply(m2)}},
-			{"since and after seq", *m1.AnsweredAt, *m1.AnsweredSeq, 10, []db.Reply{reply(m2)}},
-			{"limit", time.Time{}, 0, 2, []db.Reply{reply(m3), reply(m1)}},
-			{"none left", time.Time{}, *m2.AnsweredSeq, 10, nil},
+			{"all", time.Time{}, 0, allSeen, 10, []db.Reply{reply(m3), reply(m1), reply(m2)}},
+			{"since is inclusive to the microsecond", *m1.AnsweredAt, 0, allSeen, 10, []db.Reply{reply(m1), reply(m2)}},
+			{"since a microsecond later", m1.AnsweredAt.Add(time.Microsecond), 0, allSeen, 10, []db.Reply{reply(m2)}},
+			{"since in another zone", m1.AnsweredAt.In(time.FixedZone("x", 3600)), 0, allSeen, 10, []db.Reply{reply(m1), reply(m2)}},
+			{"after seq", time.Time{}, *m3.AnsweredSeq, allSeen, 10, []db.Reply{reply(m1), reply(m2)}},
+			{"since and after seq", *m1.AnsweredAt, *m1.AnsweredSeq, allSeen, 10, []db.Reply{reply(m2)}},
+			{"limit", time.Time{}, 0, allSeen, 2, []db.Reply{reply(m3), reply(m1)}},
+			{"none left", time.Time{}, *m2.AnsweredSeq, allSeen, 10, nil},
+			{"unseen ones whatever since says", t0.Add(time.Hour), 0, *m3.AnsweredSeq, 10, []db.Reply{reply(m1), reply(m2)}},
+			{"unseen ones whatever the cursor says", time.Time{}, *m2.AnsweredSeq, *m1.AnsweredSeq, 10, []db.Reply{reply(m2)}},
 		}
 		view(t, s, func(q db.Queries) error {
 			for _, tt := range tests {
-				got, err := q.ListReplies(ctx, "a", "amy", tt.since, tt.afterSeq, tt.limit)
+				got, err := q.ListReplies(ctx, "a", "amy", tt.since, tt.afterSeq, tt.seenSeq, tt.limit)
 				if err != nil {
-					t.Fatalf("%s: ListReplies(a, amy, %v, %d, %d) = %v", tt.name, tt.since, tt.afterSeq, tt.limit, err)
+					t.Fatalf("%s: ListReplies(a, amy, %v, %d, %d, %d) = %v", tt.name, tt.since, tt.afterSeq, tt.seenSeq, tt.limit, err)
 				}
 				if len(tt.want) == 0 && len(got) == 0 {
 					continue
 				}
 				if diff := cmp.Diff(tt.want, got); diff != "" {
-					t.Errorf("%s: ListReplies(a, amy, %v, %d, %d) mismatch (-want +got):\n%s", tt.name, tt.since, tt.afterSeq, tt.limit, diff)
+					t.Errorf("%s: ListReplies(a, amy, %v, %d, %d, %d) mismatch (-want +got):\n%s", tt.name, tt.since, tt.afterSeq, tt.seenSeq, tt.limit, diff)
 				}
 			}
-			got, err := q.ListReplies(ctx, "a", "cat", time.Time{}, 0, 10)
+			got, err := q.ListReplies(ctx, "a", "cat", time.Time{}, 0, 0, 10)
 			if err != nil || len(got) != 0 {
 				t.Errorf("ListReplies(a, cat) = %v, %v; want none, nil", got, err)
 			}
@@ -760,6 +765,32 @@ func TestAnswerMessageOnceUnderConcurrency(t *testing.T) {
 		wantText := "answer " + string(rune('A'+winner))
 		if got.AnswerText == nil || *got.AnswerText != wantText || got.AnsweredSeq == nil || *got.AnsweredSeq != seqs[winner] {
 			t.Errorf("GetMessage after race = answer %v, seq %v; want %q, %d", got.AnswerText, got.AnsweredSeq, wantText, seqs[winner])
+		}
+	})
+}
+
+func TestMarkRepliesSeen(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s db.Store) {
+		ctx := t.Context()
+		seedOrg(t, s, "a", "amy")
+		seedOrg(t, s, "b", "amy")
+		seen := func(org string) int64 {
+			t.Helper()
+			var u db.User
+			view(t, s, func(q db.Queries) (err error) { u, err = q.GetUser(ctx, org, "amy"); return err })
+			return u.RepliesSeenSeq
+		}
+		for _, tt := range []struct {
+			mark, want int64
+		}{{5, 5}, {3, 5}, {9, 9}} { // it only ever rises
+			mustTx(t, s, func(q db.Queries) error { return q.MarkRepliesSeen(ctx, "a", "amy", tt.mark) })
+			if got := seen("a"); got != tt.want {
+				t.Errorf("after MarkRepliesSeen(a, amy, %d): RepliesSeenSeq = %d, want %d", tt.mark, got, tt.want)
+			}
+		}
+		if got := seen("b"); got != 0 {
+			t.Errorf("amy of org b: RepliesSeenSeq = %d, want 0 (another organization)", got)
 		}
 	})
 }

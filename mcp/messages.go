@@ -70,6 +70,9 @@ func (t *tools) askPerson(ctx context.Context, a askPersonArgs) (any, error) {
 		if err := q.CreateMessage(ctx, m); err != nil {
 			return err
 		}
+		if err := q.NotifyEvent(ctx, c.user.OrgID, to, seq); err != nil {
+			return err
+		}
 		res = askResult{
 			MessageID: id, ToUserID: to, ToName: recipient.Name, AskedAt: m.AskedAt, Status: "pending",
 			NextStep: fmt.Sprintf("Tell the user their question is message %d. %s sees it with check_inbox; "+
@@ -322,6 +325,9 @@ func (t *tools) sendResponse(ctx context.Context, a sendResponseArgs) (any, erro
 		if err := q.AnswerMessage(ctx, c.user.OrgID, id, final, now, seq); err != nil {
 			return err
 		}
+		if err := q.NotifyEvent(ctx, c.user.OrgID, m.FromUserID, seq); err != nil {
+			return err
+		}
 		res = &sentResult{MessageID: id, Status: "sent", FinalText: final, AnsweredAt: now, ToUserID: m.FromUserID}
 		return nil
 	})
@@ -385,13 +391,22 @@ func (t *tools) checkReplies(ctx context.Context, a checkRepliesArgs) (any, erro
 			return nil, badInput("cursor must be the cursor value from a previous check_replies result (or omit it)")
 		}
 	}
-	var res repliesResult
-	err = t.store.View(ctx, func(q db.Queries) error {
-		c, err := t.authenticate(ctx, q, a.AuthToken)
-		if err != nil {
+	var (
+		res   repliesResult
+		c     caller
+		seen  int64
+		shown int64 // the highest sequence number returned
+	)
+	err = t.store.View(ctx, func(q db.Queries) (err error) {
+		if c, err = t.authenticate(ctx, q, a.AuthToken); err != nil {
 			return err
 		}
-		rows, err := q.ListReplies(ctx, c.user.OrgID, c.user.ID, since.UTC(), after, repliesPage+1)
+		// Answers above the user's seen mark committed after their last
+		// check: they come back whatever since says (a slow commit, or a
+		// replica with a slow clock, can stamp an answer before a poll that
+		// could not yet see it).
+		seen = c.user.RepliesSeenSeq
+		rows, err := q.ListReplies(ctx, c.user.OrgID, c.user.ID, since.UTC(), after, seen, repliesPage+1)
 		if err != nil {
 			return err
 		}
@@ -405,6 +420,7 @@ func (t *tools) checkReplies(ctx context.Context, a checkRepliesArgs) (any, erro
 				Question: r.Question, Answer: *r.AnswerText, AskedAt: r.AskedAt, AnsweredAt: *r.AnsweredAt,
 			})
 			after = *r.AnsweredSeq
+			shown = after
 		}
 		res.Cursor = strconv.FormatInt(after, 10)
 		res.NextStep = "To see only newer replies next time, pass this cursor to check_replies; it never skips a reply."
@@ -413,5 +429,11 @@ func (t *tools) checkReplies(ctx context.Context, a checkRepliesArgs) (any, erro
 		}
 		return nil
 	})
+	if err != nil || shown <= seen {
+		return res, err
+	}
+	// Record what the caller has now been shown. A reply committed since
+	// the read above has a higher sequence number, so it stays unseen.
+	err = t.store.InTx(ctx, func(q db.Queries) error { return q.MarkRepliesSeen(ctx, c.user.OrgID, c.user.ID, shown) })
 	return res, err
 }

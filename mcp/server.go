@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
+	"runtime"
+	"strings"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -45,7 +46,7 @@ func handle[A any](t *tools, name string, fn func(context.Context, A) (any, erro
 	return func(ctx context.Context, req mcpgo.CallToolRequest) (res *mcpgo.CallToolResult, _ error) {
 		defer func() {
 			if p := recover(); p != nil {
-				t.log.ErrorContext(ctx, "tool panicked", "tool", name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				t.log.ErrorContext(ctx, "tool panicked", "tool", name, "panic", fmt.Sprint(p), "stack", callers())
 				res = mcpgo.NewToolResultError(errInternal.Error())
 			}
 		}()
@@ -65,6 +66,22 @@ func handle[A any](t *tools, name string, fn func(context.Context, A) (any, erro
 			return mcpgo.NewToolResultError(publicError(ctx, t.log, name, err)), nil
 		}
 		return mcpgo.NewToolResultStructured(out, string(text)), nil
+	}
+}
+
+// callers lists the panicking goroutine's frames (function, file, line).
+// Unlike debug.Stack it prints no argument words, which can reveal the
+// length of a password.
+func callers() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	var b strings.Builder
+	for {
+		f, more := frames.Next()
+		fmt.Fprintf(&b, "%s\n\t%s:%d\n", f.Function, f.File, f.Line)
+		if !more {
+			return b.String()
+		}
 	}
 }
 

@@ -95,6 +95,8 @@ func hidden(r rune) bool {
 		return true
 	case r == 0x200b, r == 0x200e, r == 0x200f, r == 0x061c, r == 0x2060, r == 0xfeff:
 		return true
+	case r >= 0xe0000 && r <= 0xe007f: // tag characters: invisible, yet a model reads them
+		return true
 	}
 	return false
 }

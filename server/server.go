@@ -192,7 +192,9 @@ func isLoopbackHost(hostport string) bool {
 // lenientSessions mints session ids and accepts any request that carries
 // one of ours or none at all: no request depends on per-session state, so
 // a client that does not echo the id (or reaches another replica) still works.
-type lenientSessions struct{ mcpserver.StatelessGeneratingSessionIdManager }
+type lenientSessions struct {
+	mcpserver.StatelessGeneratingSessionIdManager
+}
 
 func (l *lenientSessions) Validate(id string) (bool, error) {
 	if id == "" {

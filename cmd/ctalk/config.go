@@ -30,8 +30,9 @@ const envHelp = `Environment:
   DATABASE_URL            PostgreSQL URL (postgres://user:pass@host:5432/db); unset: SQLite
   RELAY_DB_PATH           SQLite database file when DATABASE_URL is unset (default relay.sqlite3)
   CTALK_TOKEN_TTL         lifetime of a login token, e.g. 720h (default 720h = 30 days)
-  CTALK_ALLOWED_ORIGINS   comma-separated browser origins allowed to call /mcp (default: none
-                          besides the server's own; clients that send no Origin are unaffected)
+  CTALK_ALLOWED_ORIGINS   comma-separated browser origins allowed to call /mcp (default: none,
+                          except local pages calling a loopback server; clients that send no
+                          Origin, such as Claude Code and the SDKs, are unaffected)
   CTALK_SHUTDOWN_TIMEOUT  how long in-flight requests may finish after SIGTERM (default 10s)
 `
 

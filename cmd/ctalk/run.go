@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"syscall"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -25,6 +26,17 @@ const usage = `ctalk — ask coworkers questions through Claude Code.
 Usage:
   ctalk serve               run the relay: MCP at /mcp, GET /health, GET /
   ctalk stdio               serve the MCP tools over stdin/stdout from the local database
+  ctalk stdio --relay URL   the local bridge: serve a hosted relay's tools over stdin/stdout with
+                            the token from ctalk login, and push new questions and answers to
+                            Claude Code as channel events (claude/channel)
+  ctalk login --relay URL --org ORG --user USER
+                            log in to a relay (asks for the password) and keep the token in your
+                            config directory, readable only by you
+  ctalk logout [--relay URL]
+                            revoke the stored token and delete it
+  ctalk wait [--relay URL] [--timeout 10m]
+                            for a Claude Code Stop hook with asyncRewake: wait for the next question
+                            or answer; exit 2 with a one-line summary on stderr, or 0 on timeout
   ctalk migrate status|up|down
                             show, apply, or roll back one database migration
   ctalk version             print the version
@@ -45,7 +57,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "version", "--version":
 		fmt.Fprintln(stdout, "ctalk", version)
 		return 0
-	case "serve", "stdio", "migrate":
+	case "login", "logout", "wait":
+		return runLocal(ctx, cmd, args[1:], getenv, stdin, stdout, stderr)
+	case "stdio":
+		if relay, ok := relayFlag(args[1:]); ok {
+			return runBridge(ctx, relay, args[1:], getenv, stdin, stdout, stderr)
+		}
+	case "serve", "migrate":
 	default:
 		fmt.Fprintf(stderr, "ctalk: unknown command %q: run 'ctalk help' for the commands\n", cmd)
 		return 2
@@ -156,4 +174,66 @@ func migrate(ctx context.Context, cfg config, args []string, stdout io.Writer) e
 		return fmt.Errorf("unknown migrate command %q: use status, up or down", args[0])
 	}
 	return nil
+}
+
+// errUsage is a command-line mistake the flag package has already explained.
+var errUsage = errors.New("invalid arguments")
+
+// runLocal runs the commands that talk to a hosted relay from the user's
+// machine; they need no database.
+func runLocal(ctx context.Context, cmd string, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var err error
+	switch cmd {
+	case "login":
+		err = login(ctx, args, getenv, stdin, stdout, stderr)
+	case "logout":
+		err = logout(ctx, args, getenv, stdout, stderr)
+	case "wait":
+		return waitCommand(ctx, args, getenv, stderr, logger)
+	}
+	switch {
+	case errors.Is(err, errUsage):
+		return 2
+	case err != nil:
+		fmt.Fprintln(stderr, "ctalk:", err)
+		return 1
+	}
+	return 0
+}
+
+// relayFlag finds --relay in stdio's arguments.
+func relayFlag(args []string) (string, bool) {
+	for i, a := range args {
+		switch {
+		case a == "--relay" || a == "-relay":
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+			return "", true
+		case strings.HasPrefix(a, "--relay="), strings.HasPrefix(a, "-relay="):
+			_, v, _ := strings.Cut(a, "=")
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// runBridge runs `ctalk stdio --relay URL`. stdout carries only MCP
+// messages; logs go to stderr.
+func runBridge(ctx context.Context, relay string, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) != 2 && !(len(args) == 1 && strings.Contains(args[0], "=")) {
+		fmt.Fprintln(stderr, "usage: ctalk stdio --relay URL")
+		return 2
+	}
+	endpoint, err := relayURL(relay)
+	if err == nil {
+		logger := slog.New(slog.NewTextHandler(stderr, nil))
+		err = bridge(ctx, endpoint, getenv, stdin, stdout, stderr, logger)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "ctalk:", err)
+		return 1
+	}
+	return 0
 }

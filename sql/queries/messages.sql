@@ -29,14 +29,23 @@ SET answer_text = sqlc.arg(answer_text), answered_at = sqlc.arg(answered_at), an
 WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND answered_seq IS NULL;
 
 -- name: ListReplies :many
--- Answers to an asker's questions in commit order, after a cursor.
+-- Answers to an asker's questions in commit order: those after a cursor and
+-- answered at or after since, and every one the asker has not been shown yet
+-- (above seen_seq). min_seq is the smaller of after_seq and seen_seq, so the
+-- replies index bounds the scan.
 SELECT sqlc.embed(messages), u.name AS recipient_name
 FROM messages
 JOIN users u ON u.org_id = messages.org_id AND u.id = messages.to_user_id
 WHERE messages.org_id = sqlc.arg(org_id) AND messages.from_user_id = sqlc.arg(from_user_id)
-  AND messages.answered_seq > sqlc.arg(after_seq) AND messages.answered_at >= sqlc.arg(since)
+  AND messages.answered_seq > sqlc.arg(min_seq)
+  AND ((messages.answered_seq > sqlc.arg(after_seq) AND messages.answered_at >= sqlc.arg(since))
+       OR messages.answered_seq > sqlc.arg(seen_seq))
 ORDER BY messages.answered_seq
 LIMIT sqlc.arg(max_rows);
+
+-- name: MarkRepliesSeen :exec
+UPDATE users SET replies_seen_seq = sqlc.arg(seen_seq)
+WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND replies_seen_seq < sqlc.arg(seen_seq);
 
 -- name: CountQuestions :one
 SELECT COUNT(*) FROM messages

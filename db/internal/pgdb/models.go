@@ -49,13 +49,14 @@ type Organization struct {
 }
 
 type User struct {
-	OrgID         string
-	ID            string
-	Name          string
-	PasswordHash  string
-	Ownership     string
-	Notes         string
-	ProfileNotes  string
-	CreatedAt     time.Time
-	DeactivatedAt *time.Time
+	OrgID          string
+	ID             string
+	Name           string
+	PasswordHash   string
+	Ownership      string
+	Notes          string
+	ProfileNotes   string
+	CreatedAt      time.Time
+	DeactivatedAt  *time.Time
+	RepliesSeenSeq int64
 }

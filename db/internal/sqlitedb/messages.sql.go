@@ -294,16 +294,20 @@ SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id,
 FROM messages
 JOIN users u ON u.org_id = messages.org_id AND u.id = messages.to_user_id
 WHERE messages.org_id = ?1 AND messages.from_user_id = ?2
-  AND messages.answered_seq > ?3 AND messages.answered_at >= ?4
+  AND messages.answered_seq > ?3
+  AND ((messages.answered_seq > ?4 AND messages.answered_at >= ?5)
+       OR messages.answered_seq > ?6)
 ORDER BY messages.answered_seq
-LIMIT ?5
+LIMIT ?7
 `
 
 type ListRepliesParams struct {
 	OrgID      string
 	FromUserID string
+	MinSeq     *int64
 	AfterSeq   *int64
 	Since      *time.Time
+	SeenSeq    *int64
 	MaxRows    int64
 }
 
@@ -312,13 +316,18 @@ type ListRepliesRow struct {
 	RecipientName string
 }
 
-// Answers to an asker's questions in commit order, after a cursor.
+// Answers to an asker's questions in commit order: those after a cursor and
+// answered at or after since, and every one the asker has not been shown yet
+// (above seen_seq). min_seq is the smaller of after_seq and seen_seq, so the
+// replies index bounds the scan.
 func (q *Queries) ListReplies(ctx context.Context, arg ListRepliesParams) ([]ListRepliesRow, error) {
 	rows, err := q.db.QueryContext(ctx, listReplies,
 		arg.OrgID,
 		arg.FromUserID,
+		arg.MinSeq,
 		arg.AfterSeq,
 		arg.Since,
+		arg.SeenSeq,
 		arg.MaxRows,
 	)
 	if err != nil {
@@ -354,6 +363,22 @@ func (q *Queries) ListReplies(ctx context.Context, arg ListRepliesParams) ([]Lis
 		return nil, err
 	}
 	return items, nil
+}
+
+const markRepliesSeen = `-- name: MarkRepliesSeen :exec
+UPDATE users SET replies_seen_seq = ?1
+WHERE org_id = ?2 AND id = ?3 AND replies_seen_seq < ?1
+`
+
+type MarkRepliesSeenParams struct {
+	SeenSeq int64
+	OrgID   string
+	ID      string
+}
+
+func (q *Queries) MarkRepliesSeen(ctx context.Context, arg MarkRepliesSeenParams) error {
+	_, err := q.db.ExecContext(ctx, markRepliesSeen, arg.SeenSeq, arg.OrgID, arg.ID)
+	return err
 }
 
 const saveDraft = `-- name: SaveDraft :execrows

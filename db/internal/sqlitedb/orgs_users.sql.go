@@ -116,7 +116,7 @@ func (q *Queries) GetOrganization(ctx context.Context, id string) (Organization,
 }
 
 const getUser = `-- name: GetUser :one
-SELECT org_id, id, name, password_hash, ownership, notes, profile_notes, created_at, deactivated_at FROM users WHERE org_id = ?1 AND id = ?2
+SELECT org_id, id, name, password_hash, ownership, notes, profile_notes, created_at, deactivated_at, replies_seen_seq FROM users WHERE org_id = ?1 AND id = ?2
 `
 
 type GetUserParams struct {
@@ -137,12 +137,13 @@ func (q *Queries) GetUser(ctx context.Context, arg GetUserParams) (User, error) 
 		&i.ProfileNotes,
 		&i.CreatedAt,
 		&i.DeactivatedAt,
+		&i.RepliesSeenSeq,
 	)
 	return i, err
 }
 
 const listUsers = `-- name: ListUsers :many
-SELECT org_id, id, name, password_hash, ownership, notes, profile_notes, created_at, deactivated_at FROM users WHERE org_id = ?1 ORDER BY id
+SELECT org_id, id, name, password_hash, ownership, notes, profile_notes, created_at, deactivated_at, replies_seen_seq FROM users WHERE org_id = ?1 ORDER BY id
 `
 
 func (q *Queries) ListUsers(ctx context.Context, orgID string) ([]User, error) {
@@ -164,6 +165,7 @@ func (q *Queries) ListUsers(ctx context.Context, orgID string) ([]User, error) {
 			&i.ProfileNotes,
 			&i.CreatedAt,
 			&i.DeactivatedAt,
+			&i.RepliesSeenSeq,
 		); err != nil {
 			return nil, err
 		}
