@@ -1,0 +1,284 @@
+package mcp
+
+// Benchmarks of the hot paths below the transport (the token check, ask_person,
+// check_inbox) on both backends, and the proof that a token check never
+// hashes a password. server/bench_test.go measures the same calls through
+// HTTP and /mcp. Run with:
+//
+//	go test -run '^$' -bench . -benchtime 3s ./mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/db/dbtest"
+)
+
+// TestTokenCheckNeverHashes proves that calls with a token cost no password
+// hash: the hasher's counter moves for login and not for any token-checked
+// call, valid or not.
+func TestTokenCheckNeverHashes(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
+		tl := newTools(s, Options{HashConcurrency: 2})
+		srv := mcpserver.NewMCPServer("ctalk", "test", mcpserver.WithToolCapabilities(false))
+		for _, st := range tl.serverTools() {
+			srv.AddTool(st.Tool, st.Handler)
+		}
+		c, err := mcpclient.NewInProcessClient(srv)
+		if err != nil {
+			t.Fatalf("NewInProcessClient: %v", err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if err := c.Start(t.Context()); err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		if _, err := c.Initialize(t.Context(), mcpgo.InitializeRequest{}); err != nil {
+			t.Fatalf("Initialize: %v", err)
+		}
+		call := func(name string, args map[string]any) *mcpgo.CallToolResult {
+			t.Helper()
+			var req mcpgo.CallToolRequest
+			req.Params.Name, req.Params.Arguments = name, args
+			res, err := c.CallTool(t.Context(), req)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return res
+		}
+		call("register_organization", map[string]any{"org_id": "acme", "name": "Acme", "admin_password": testAdminPassword})
+		for _, u := range []string{"umar", "john"} {
+			call("register_user", map[string]any{"org_id": "acme", "admin_password": testAdminPassword, "user_id": u,
+				"name": u, "password": testUserPassword, "ownership": u})
+		}
+		before := tl.hash.runs.Load()
+		res := call("login", map[string]any{"org_id": "acme", "user_id": "umar", "password": testUserPassword})
+		if got := tl.hash.runs.Load() - before; res.IsError || got != 1 {
+			t.Fatalf("login: isError %v, %d hashes; want a token and 1 hash", res.IsError, got)
+		}
+		token := res.StructuredContent.(map[string]any)["auth_token"].(string)
+
+		before = tl.hash.runs.Load()
+		for i := range 20 {
+			for name, args := range map[string]map[string]any{
+				"whoami":        {"auth_token": token},
+				"check_inbox":   {"auth_token": token},
+				"check_replies": {"auth_token": token},
+				"list_users":    {"auth_token": token},
+				"ask_person":    {"auth_token": token, "to_user_id": "john", "question": "q" + strconv.Itoa(i)},
+			} {
+				if res := call(name, args); res.IsError {
+					t.Fatalf("%s: isError, want success", name)
+				}
+			}
+			// A wrong or malformed token is refused without hashing anything either.
+			for _, bad := range []string{token[:len(token)-1] + "A", "ctalk_short", "not-a-token"} {
+				if res := call("whoami", map[string]any{"auth_token": bad}); !res.IsError {
+					t.Fatalf("whoami with a bad token succeeded")
+				}
+			}
+		}
+		if got := tl.hash.runs.Load() - before; got != 0 {
+			t.Errorf("200 token-checked calls ran %d password hashes, want 0", got)
+		}
+	})
+}
+
+// benchStore opens a fresh, migrated store of backend for a benchmark
+// (dbtest's helpers take a *testing.T), and a function that runs SQL on the
+// same database directly, for bulk loads.
+func benchStore(b *testing.B, backend string) (db.Store, func(query string, args ...any)) {
+	b.Helper()
+	cfg := db.Config{SQLitePath: filepath.Join(b.TempDir(), "relay.sqlite3")}
+	if backend == "postgres" {
+		base := os.Getenv(dbtest.PostgresURLEnv)
+		if base == "" {
+			b.Skipf("%s is not set: skipping PostgreSQL", dbtest.PostgresURLEnv)
+		}
+		var r [8]byte
+		rand.Read(r[:])
+		schema := "ctalk_bench_" + hex.EncodeToString(r[:])
+		pgExecBench(b, base, "CREATE SCHEMA "+schema)
+		b.Cleanup(func() { pgExecBench(b, base, "DROP SCHEMA "+schema+" CASCADE") })
+		u, err := url.Parse(base)
+		if err != nil {
+			b.Fatalf("%s: %v", dbtest.PostgresURLEnv, err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		cfg = db.Config{DatabaseURL: u.String()}
+	}
+	s, err := db.Open(context.Background(), cfg)
+	if err != nil {
+		b.Fatalf("db.Open: %v", err)
+	}
+	b.Cleanup(func() { s.Close() })
+	exec := func(query string, args ...any) {
+		b.Helper()
+		var err error
+		if cfg.DatabaseURL != "" {
+			pgExecBench(b, cfg.DatabaseURL, query, args...)
+			return
+		}
+		sdb, err := sql.Open("sqlite3", "file:"+cfg.SQLitePath+"?_pragma=busy_timeout(10000)")
+		if err == nil {
+			_, err = sdb.Exec(query, args...)
+			sdb.Close()
+		}
+		if err != nil {
+			b.Fatalf("%s: %v", query, err)
+		}
+	}
+	return s, exec
+}
+
+func pgExecBench(b *testing.B, dbURL, query string, args ...any) {
+	b.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		b.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, query, args...); err != nil {
+		b.Fatalf("%s: %v", query, err)
+	}
+}
+
+// benchTeam stores organization acme with users u0…u(n-1) and a token for
+// each, straight through the store: no password hashing.
+func benchTeam(b *testing.B, s db.Store, n int) (tokens []string) {
+	b.Helper()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	err := s.InTx(context.Background(), func(q db.Queries) error {
+		if err := q.CreateOrganization(context.Background(), db.Organization{ID: "acme", Name: "Acme", AdminPasswordHash: "unused", CreatedAt: now}); err != nil {
+			return err
+		}
+		for i := range n {
+			id := "u" + strconv.Itoa(i)
+			u := db.User{OrgID: "acme", ID: id, Name: "User " + id, PasswordHash: "unused", Ownership: "repo-" + id, CreatedAt: now}
+			if err := q.CreateUser(context.Background(), u); err != nil {
+				return err
+			}
+			token, hash := newToken()
+			tokens = append(tokens, token)
+			if err := q.CreateToken(context.Background(), db.Token{TokenHash: hash, OrgID: "acme", UserID: id,
+				CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatalf("seed: %v", err)
+	}
+	return tokens
+}
+
+// BenchmarkAuthenticate is the token check every tool call makes: one
+// SHA-256 and two primary-key reads in a read transaction.
+func BenchmarkAuthenticate(b *testing.B) {
+	for _, backend := range dbtest.Backends {
+		b.Run(backend, func(b *testing.B) {
+			s, _ := benchStore(b, backend)
+			tokens := benchTeam(b, s, 16)
+			tl := newTools(s, Options{})
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for i := 0; pb.Next(); i++ {
+					err := s.View(ctx, func(q db.Queries) error {
+						_, err := tl.authenticate(ctx, q, tokens[i%len(tokens)])
+						return err
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkAskPerson is ask_person's work without the transport: validation,
+// token check, recipient lookup, numbering and insert, in one transaction.
+func BenchmarkAskPerson(b *testing.B) {
+	for _, backend := range dbtest.Backends {
+		b.Run(backend, func(b *testing.B) {
+			s, _ := benchStore(b, backend)
+			tokens := benchTeam(b, s, 16)
+			tl := newTools(s, Options{})
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for i := 0; pb.Next(); i++ {
+					from := i % len(tokens)
+					_, err := tl.askPerson(ctx, askPersonArgs{AuthToken: tokens[from],
+						ToUserID: "u" + strconv.Itoa((from+1)%len(tokens)), Question: "How do retries work? " + strconv.Itoa(i)})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkCheckInbox reads the first page of an inbox holding n unanswered
+// questions: the partial index keeps it flat in n.
+func BenchmarkCheckInbox(b *testing.B) {
+	for _, backend := range dbtest.Backends {
+		for _, n := range []int{100, 10_000, 100_000} {
+			b.Run(fmt.Sprintf("%s/inbox=%d", backend, n), func(b *testing.B) {
+				s, exec := benchStore(b, backend)
+				tokens := benchTeam(b, s, 2)
+				fillInbox(exec, backend, n)
+				tl := newTools(s, Options{})
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						out, err := tl.checkInbox(ctx, checkInboxArgs{AuthToken: tokens[0]})
+						if err != nil || len(out.(inboxResult).Questions) != inboxPage {
+							b.Fatalf("checkInbox = %v, %v; want a full page", out, err)
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// fillInbox stores n unanswered questions from u1 to u0 in bulk, keeping
+// the organization's counters consistent.
+func fillInbox(exec func(string, ...any), backend string, n int) {
+	const cols = "INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq) "
+	if backend == "postgres" {
+		exec(cols+"SELECT 'acme', g, 'u1', 'u0', 'What is the retry policy of service ' || g || '?', now(), g "+
+			"FROM generate_series(1, $1::bigint) g", n)
+		exec("ANALYZE messages")
+	} else {
+		exec("WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM g WHERE i < ?) "+cols+
+			"SELECT 'acme', i, 'u1', 'u0', 'What is the retry policy of service ' || i || '?', '2026-03-01T09:00:00.000000Z', i FROM g", n)
+	}
+	exec("UPDATE organizations SET last_message_id = " + strconv.Itoa(n) + ", last_event_seq = " + strconv.Itoa(n) + " WHERE id = 'acme'")
+}
