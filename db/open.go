@@ -170,6 +170,9 @@ func openSQLite(ctx context.Context, path string, logger *slog.Logger) (Store, *
 		sdb.Close()
 		return nil, nil, fmt.Errorf("open SQLite database %q: %w", path, err)
 	}
+	// One writer at a time anyway; a few connections serve concurrent
+	// readers (WAL) without opening one per waiting request.
+	sdb.SetMaxOpenConns(8)
 	store := &sqliteStore{db: sdb, migrations: mdb}
 	if err := sdb.PingContext(ctx); err != nil {
 		store.Close()
