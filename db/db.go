@@ -124,7 +124,13 @@ type Queries interface {
 
 	// GetThrottles returns the stored rows of up to two throttle keys.
 	GetThrottles(ctx context.Context, accountKey, addrKey string) ([]Throttle, error)
-	PutThrottle(ctx context.Context, t Throttle) error
+	// BumpThrottle counts one attempt against key atomically and returns the
+	// row: failures including this attempt, and the lock as it was before it.
+	BumpThrottle(ctx context.Context, key string, at time.Time) (Throttle, error)
+	// LockThrottle locks key until the given time.
+	LockThrottle(ctx context.Context, key string, until time.Time) error
+	// ForgiveThrottle takes back one counted attempt of key.
+	ForgiveThrottle(ctx context.Context, key string) error
 	ClearThrottle(ctx context.Context, key string) error
 	// PruneThrottles deletes rows not updated since before.
 	PruneThrottles(ctx context.Context, before time.Time) (int64, error)

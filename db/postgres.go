@@ -225,8 +225,17 @@ func (a pgQueries) GetThrottles(ctx context.Context, accountKey, addrKey string)
 	return convertAll(rows, func(r pgdb.LoginThrottle) Throttle { return Throttle(r) }), pgError(err)
 }
 
-func (a pgQueries) PutThrottle(ctx context.Context, t Throttle) error {
-	return pgError(a.q.RecordFailure(ctx, pgdb.RecordFailureParams(t)))
+func (a pgQueries) BumpThrottle(ctx context.Context, key string, at time.Time) (Throttle, error) {
+	r, err := a.q.BumpThrottle(ctx, pgdb.BumpThrottleParams{Key: key, Unlocked: time.Unix(0, 0).UTC(), UpdatedAt: at})
+	return Throttle(r), pgError(err)
+}
+
+func (a pgQueries) LockThrottle(ctx context.Context, key string, until time.Time) error {
+	return pgError(a.q.LockThrottle(ctx, pgdb.LockThrottleParams{Key: key, LockedUntil: until}))
+}
+
+func (a pgQueries) ForgiveThrottle(ctx context.Context, key string) error {
+	return pgError(a.q.ForgiveThrottle(ctx, key))
 }
 
 func (a pgQueries) ClearThrottle(ctx context.Context, key string) error {

@@ -289,8 +289,17 @@ func (a sqliteQueries) GetThrottles(ctx context.Context, accountKey, addrKey str
 	return convertAll(rows, func(r sqlitedb.LoginThrottle) Throttle { return Throttle(r) }), sqliteError(err)
 }
 
-func (a sqliteQueries) PutThrottle(ctx context.Context, t Throttle) error {
-	return sqliteError(a.q.RecordFailure(ctx, sqlitedb.RecordFailureParams(t)))
+func (a sqliteQueries) BumpThrottle(ctx context.Context, key string, at time.Time) (Throttle, error) {
+	r, err := a.q.BumpThrottle(ctx, sqlitedb.BumpThrottleParams{Key: key, Unlocked: time.Unix(0, 0).UTC(), UpdatedAt: at})
+	return Throttle(r), sqliteError(err)
+}
+
+func (a sqliteQueries) LockThrottle(ctx context.Context, key string, until time.Time) error {
+	return sqliteError(a.q.LockThrottle(ctx, sqlitedb.LockThrottleParams{Key: key, LockedUntil: until}))
+}
+
+func (a sqliteQueries) ForgiveThrottle(ctx context.Context, key string) error {
+	return sqliteError(a.q.ForgiveThrottle(ctx, key))
 }
 
 func (a sqliteQueries) ClearThrottle(ctx context.Context, key string) error {

@@ -84,8 +84,11 @@ type adminUserArgs struct {
 	NewPassword   string `json:"new_password"`
 }
 
-// adminUpdate checks the admin password, then runs fn on the named user in one transaction.
-func (t *tools) adminUpdate(ctx context.Context, a adminUserArgs, fn func(q db.Queries, u db.User, now time.Time) error) (db.User, error) {
+// adminUpdate checks the admin password, then runs prepare (work that must
+// not happen for a caller who fails the check, such as hashing), then fn on
+// the named user in one transaction.
+func (t *tools) adminUpdate(ctx context.Context, a adminUserArgs, prepare func() error,
+	fn func(q db.Queries, u db.User, now time.Time) error) (db.User, error) {
 	userID, err := slug("user_id", a.UserID)
 	if err != nil {
 		return db.User{}, err
@@ -93,6 +96,11 @@ func (t *tools) adminUpdate(ctx context.Context, a adminUserArgs, fn func(q db.Q
 	org, err := t.adminCheck(ctx, a.OrgID, a.AdminPassword)
 	if err != nil {
 		return db.User{}, err
+	}
+	if prepare != nil {
+		if err := prepare(); err != nil {
+			return db.User{}, err
+		}
 	}
 	var u db.User
 	err = t.store.InTx(ctx, func(q db.Queries) error {
@@ -116,17 +124,18 @@ func (t *tools) resetUserPassword(ctx context.Context, a adminUserArgs) (any, er
 	if err := password("new_password", a.NewPassword, minUserPassLen); err != nil {
 		return nil, err
 	}
-	hash, err := t.hash.Hash(ctx, a.NewPassword)
-	if err != nil {
-		return nil, err
+	var hash string
+	hashNew := func() (err error) {
+		hash, err = t.hash.Hash(ctx, a.NewPassword)
+		return err
 	}
 	var revoked int64
-	u, err := t.adminUpdate(ctx, a, func(q db.Queries, u db.User, now time.Time) error {
+	u, err := t.adminUpdate(ctx, a, hashNew, func(q db.Queries, u db.User, now time.Time) error {
 		if err := q.UpdateUserPassword(ctx, u.OrgID, u.ID, hash); err != nil {
 			return err
 		}
-		revoked, err = q.RevokeUserTokens(ctx, u.OrgID, u.ID, nil, now)
-		if err != nil {
+		var err error
+		if revoked, err = q.RevokeUserTokens(ctx, u.OrgID, u.ID, nil, now); err != nil {
 			return err
 		}
 		return q.ClearThrottle(ctx, userKey(u.OrgID, u.ID))
@@ -138,7 +147,7 @@ func (t *tools) resetUserPassword(ctx context.Context, a adminUserArgs) (any, er
 }
 
 func (t *tools) deactivateUser(ctx context.Context, a adminUserArgs) (any, error) {
-	u, err := t.adminUpdate(ctx, a, func(q db.Queries, u db.User, now time.Time) error {
+	u, err := t.adminUpdate(ctx, a, nil, func(q db.Queries, u db.User, now time.Time) error {
 		if u.DeactivatedAt != nil {
 			return nil
 		}
@@ -157,8 +166,12 @@ func (t *tools) deactivateUser(ctx context.Context, a adminUserArgs) (any, error
 }
 
 func (t *tools) reactivateUser(ctx context.Context, a adminUserArgs) (any, error) {
-	u, err := t.adminUpdate(ctx, a, func(q db.Queries, u db.User, now time.Time) error {
-		return q.SetUserDeactivated(ctx, u.OrgID, u.ID, nil)
+	u, err := t.adminUpdate(ctx, a, nil, func(q db.Queries, u db.User, now time.Time) error {
+		if err := q.SetUserDeactivated(ctx, u.OrgID, u.ID, nil); err != nil {
+			return err
+		}
+		// Attempts made while deactivated do not count against them.
+		return q.ClearThrottle(ctx, userKey(u.OrgID, u.ID))
 	})
 	if err != nil {
 		return nil, err

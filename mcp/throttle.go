@@ -51,74 +51,81 @@ func backoff(failures, free int64) time.Duration {
 	return min(baseBackoff<<shift, maxBackoff)
 }
 
-// throttled returns an error saying when to retry if either key is locked.
-func (t *tools) throttled(ctx context.Context, account string) error {
-	var rows []db.Throttle
-	err := t.store.View(ctx, func(q db.Queries) (err error) {
-		rows, err = q.GetThrottles(ctx, account, addrKey(ctx))
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	now := t.clock()
-	var wait time.Duration
-	for _, r := range rows {
-		wait = max(wait, r.LockedUntil.Sub(now))
-	}
-	if wait > 0 {
-		return badInput("too many failed password attempts: retry in %d s", int64(math.Ceil(wait.Seconds())))
-	}
-	return nil
+// errThrottled says when to retry.
+func errThrottled(wait time.Duration) error {
+	return badInput("too many failed password attempts: retry in %d s", int64(math.Ceil(wait.Seconds())))
 }
 
-// recordFailure counts a failed attempt against the account and the address.
-func (t *tools) recordFailure(ctx context.Context, account string) error {
+// attempt counts a password attempt against the account and the address
+// before any hashing, in one transaction: concurrent guesses queue on the
+// throttle rows, so no more than the free failures get through before the
+// lock. A locked key refuses the attempt without counting it. The attempt
+// is counted as a failure until succeeded takes it back.
+func (t *tools) attempt(ctx context.Context, account string) error {
 	now := t.clock()
 	addr := addrKey(ctx)
-	return t.store.InTx(ctx, func(q db.Queries) error {
-		rows, err := q.GetThrottles(ctx, account, addr)
-		if err != nil {
-			return err
-		}
-		failures := map[string]int64{}
-		for _, r := range rows {
-			failures[r.Key] = r.Failures
-		}
-		for key, free := range map[string]int64{account: accountFreeFailures, addr: addrFreeFailures} {
-			if key == "" {
+	var locked time.Duration
+	err := t.store.InTx(ctx, func(q db.Queries) error {
+		for _, k := range []struct {
+			key  string
+			free int64
+		}{{account, accountFreeFailures}, {addr, addrFreeFailures}} {
+			if k.key == "" {
 				continue
 			}
-			n := failures[key] + 1
-			if err := q.PutThrottle(ctx, db.Throttle{Key: key, Failures: n, LockedUntil: now.Add(backoff(n, free)), UpdatedAt: now}); err != nil {
+			row, err := q.BumpThrottle(ctx, k.key, now)
+			if err != nil {
 				return err
 			}
+			if wait := row.LockedUntil.Sub(now); wait > 0 {
+				locked = max(locked, wait)
+				continue
+			}
+			if d := backoff(row.Failures, k.free); d > 0 {
+				if err := q.LockThrottle(ctx, k.key, now.Add(d)); err != nil {
+					return err
+				}
+			}
 		}
-		_, err = q.PruneThrottles(ctx, now.Add(-throttleKeep))
+		if locked > 0 {
+			return errThrottled(locked) // rolls the counting back
+		}
+		_, err := q.PruneThrottles(ctx, now.Add(-throttleKeep))
 		return err
+	})
+	return err
+}
+
+// succeeded forgets the account's failures and takes back the attempt
+// counted against the address.
+func (t *tools) succeeded(ctx context.Context, account string) error {
+	return t.store.InTx(ctx, func(q db.Queries) error {
+		if err := q.ClearThrottle(ctx, account); err != nil {
+			return err
+		}
+		if addr := addrKey(ctx); addr != "" {
+			return q.ForgiveThrottle(ctx, addr)
+		}
+		return nil
 	})
 }
 
-// recordSuccess forgets an account's failures.
-func (t *tools) recordSuccess(ctx context.Context, account string) error {
-	return t.store.InTx(ctx, func(q db.Queries) error { return q.ClearThrottle(ctx, account) })
-}
-
-// checkPassword verifies a password under the throttle: no hashing while the
-// account or address is locked, and every failure counted.
+// checkPassword verifies a password under the throttle: the attempt is
+// counted first, nothing is hashed while the account or address is locked,
+// and only a success takes the count back.
 func (t *tools) checkPassword(ctx context.Context, account, encoded, password string, exists bool) (bool, error) {
-	if err := t.throttled(ctx, account); err != nil {
+	if err := t.attempt(ctx, account); err != nil {
 		return false, err
 	}
 	ok, err := t.hash.Verify(ctx, encoded, password)
 	if err != nil {
 		return false, err
 	}
-	if ok && exists {
-		return true, t.recordSuccess(ctx, account)
+	if !ok || !exists {
+		return false, nil
 	}
-	if err := t.recordFailure(ctx, account); err != nil {
-		return false, fmt.Errorf("record failed attempt: %w", err)
+	if err := t.succeeded(ctx, account); err != nil {
+		return false, fmt.Errorf("record successful attempt: %w", err)
 	}
-	return false, nil
+	return true, nil
 }

@@ -10,12 +10,51 @@ import (
 	"time"
 )
 
+const bumpThrottle = `-- name: BumpThrottle :one
+INSERT INTO login_throttle (key, failures, locked_until, updated_at)
+VALUES ($1, 1, $2, $3)
+ON CONFLICT (key) DO UPDATE
+SET failures = login_throttle.failures + 1, updated_at = excluded.updated_at
+RETURNING key, failures, locked_until, updated_at
+`
+
+type BumpThrottleParams struct {
+	Key       string
+	Unlocked  time.Time
+	UpdatedAt time.Time
+}
+
+// Counts one attempt against a key, atomically (concurrent attempts queue
+// on the row), and returns the row: failures after this attempt, and the
+// lock as it was before it.
+func (q *Queries) BumpThrottle(ctx context.Context, arg BumpThrottleParams) (LoginThrottle, error) {
+	row := q.db.QueryRow(ctx, bumpThrottle, arg.Key, arg.Unlocked, arg.UpdatedAt)
+	var i LoginThrottle
+	err := row.Scan(
+		&i.Key,
+		&i.Failures,
+		&i.LockedUntil,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const clearThrottle = `-- name: ClearThrottle :exec
 DELETE FROM login_throttle WHERE key = $1
 `
 
 func (q *Queries) ClearThrottle(ctx context.Context, key string) error {
 	_, err := q.db.Exec(ctx, clearThrottle, key)
+	return err
+}
+
+const forgiveThrottle = `-- name: ForgiveThrottle :exec
+UPDATE login_throttle SET failures = failures - 1 WHERE key = $1 AND failures > 0
+`
+
+// Takes back one counted attempt (it turned out to be a success).
+func (q *Queries) ForgiveThrottle(ctx context.Context, key string) error {
+	_, err := q.db.Exec(ctx, forgiveThrottle, key)
 	return err
 }
 
@@ -54,6 +93,20 @@ func (q *Queries) GetThrottle(ctx context.Context, arg GetThrottleParams) ([]Log
 	return items, nil
 }
 
+const lockThrottle = `-- name: LockThrottle :exec
+UPDATE login_throttle SET locked_until = $1 WHERE key = $2
+`
+
+type LockThrottleParams struct {
+	LockedUntil time.Time
+	Key         string
+}
+
+func (q *Queries) LockThrottle(ctx context.Context, arg LockThrottleParams) error {
+	_, err := q.db.Exec(ctx, lockThrottle, arg.LockedUntil, arg.Key)
+	return err
+}
+
 const pruneThrottle = `-- name: PruneThrottle :execrows
 DELETE FROM login_throttle WHERE updated_at < $1
 `
@@ -64,30 +117,6 @@ func (q *Queries) PruneThrottle(ctx context.Context, before time.Time) (int64, e
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const recordFailure = `-- name: RecordFailure :exec
-INSERT INTO login_throttle (key, failures, locked_until, updated_at)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (key) DO UPDATE
-SET failures = excluded.failures, locked_until = excluded.locked_until, updated_at = excluded.updated_at
-`
-
-type RecordFailureParams struct {
-	Key         string
-	Failures    int64
-	LockedUntil time.Time
-	UpdatedAt   time.Time
-}
-
-func (q *Queries) RecordFailure(ctx context.Context, arg RecordFailureParams) error {
-	_, err := q.db.Exec(ctx, recordFailure,
-		arg.Key,
-		arg.Failures,
-		arg.LockedUntil,
-		arg.UpdatedAt,
-	)
-	return err
 }
 
 const setUserDeactivated = `-- name: SetUserDeactivated :execrows
