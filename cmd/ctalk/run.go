@@ -39,6 +39,9 @@ Usage:
                             or answer; exit 2 with a one-line summary on stderr, or 0 on timeout
   ctalk migrate status|up|down
                             show, apply, or roll back one database migration
+  ctalk bench --url URL [--orgs N] [--users N] [--concurrency C] [--duration D]
+                            load-test a relay through MCP: registers throwaway organizations, drives
+                            a realistic mix of calls, reports calls/s, latency, errors and leaks
   ctalk version             print the version
   ctalk help                show this help
 
@@ -57,6 +60,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "version", "--version":
 		fmt.Fprintln(stdout, "ctalk", version)
 		return 0
+	case "bench":
+		return benchCommand(ctx, args[1:], stdout, stderr)
 	case "login", "logout", "wait":
 		return runLocal(ctx, cmd, args[1:], getenv, stdin, stdout, stderr)
 	case "stdio":
@@ -95,8 +100,8 @@ func openStore(ctx context.Context, cfg config, logger *slog.Logger) (db.Store, 
 	return db.Open(ctx, dc)
 }
 
-func newMCP(store db.Store, cfg config, logger *slog.Logger) *mcpserver.MCPServer {
-	return mcp.NewServer(store, mcp.Options{Version: version, TokenTTL: cfg.TokenTTL, Logger: logger})
+func newMCP(store db.Store, cfg config, logger *slog.Logger, draining <-chan struct{}) *mcpserver.MCPServer {
+	return mcp.NewServer(store, mcp.Options{Version: version, TokenTTL: cfg.TokenTTL, Logger: logger, Draining: draining})
 }
 
 func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
@@ -111,12 +116,13 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
 	} else if err != nil {
 		return fmt.Errorf("listen on port %d: %w", cfg.Port, err)
 	}
+	draining := make(chan struct{})
 	h := server.Handler(server.Config{
-		Store: store, MCP: newMCP(store, cfg, logger), Logger: logger, Version: version,
+		Store: store, MCP: newMCP(store, cfg, logger, draining), Logger: logger, Version: version,
 		AllowedOrigins: cfg.AllowedOrigins,
 	})
 	logger.Info("ctalk serving", "addr", ln.Addr().String(), "backend", store.Backend(), "version", version)
-	if err := server.Serve(ctx, ln, h, cfg.ShutdownTimeout); err != nil {
+	if err := server.Serve(ctx, ln, h, cfg.ShutdownTimeout, draining); err != nil {
 		return err
 	}
 	logger.Info("ctalk stopped")
@@ -129,7 +135,7 @@ func stdio(ctx context.Context, cfg config, logger *slog.Logger, stdin io.Reader
 		return err
 	}
 	defer store.Close()
-	s := mcpserver.NewStdioServer(newMCP(store, cfg, logger))
+	s := mcpserver.NewStdioServer(newMCP(store, cfg, logger, nil))
 	if err := s.Listen(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -1,0 +1,756 @@
+package main
+
+// ctalk bench: a load generator for a running relay. It registers throwaway
+// organizations and users through MCP, logs everyone in, then drives the mix
+// of calls a team's Claude Code sessions make (ask, check the inbox, draft
+// and send an answer, check replies, whoami) and reports throughput,
+// latency, errors, and whether any call saw another organization's data.
+//
+// It speaks JSON-RPC over plain net/http (Streamable HTTP, 2025-11-25 with a
+// session) rather than through an MCP client library: on a small machine the
+// load generator shares the CPU with the relay, and a lean client keeps the
+// measurement about the relay.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/bits"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// benchConfig is what one bench run does.
+type benchConfig struct {
+	Endpoint    string // the relay's /mcp URL
+	Orgs, Users int
+	Concurrency int
+	Duration    time.Duration
+	Progress    io.Writer // a line a second; nil for none
+}
+
+// Exit codes of ctalk bench beyond 0 (no errors, no leaks) and 2 (usage).
+const (
+	benchExitErrors = 1 // setup failed or calls failed
+	benchExitLeak   = 3 // a call saw another organization's data
+)
+
+func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ctalk bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := benchConfig{Progress: stderr}
+	rawURL := fs.String("url", "", "the relay's URL, e.g. http://127.0.0.1:8000 (/mcp is added when missing)")
+	fs.IntVar(&cfg.Orgs, "orgs", 4, "organizations to register")
+	fs.IntVar(&cfg.Users, "users", 8, "users per organization (at least 2)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "concurrent clients")
+	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long to drive the mix")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: ctalk bench --url URL [--orgs N] [--users N] [--concurrency C] [--duration D]\n\n"+
+			"Registers throwaway organizations (bench-…) on the relay, so point it at a test deployment.\n"+
+			"Exit status: 0 no errors, 1 errors, 2 usage, 3 a call saw another organization's data.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var err error
+	switch cfg.Endpoint, err = benchURL(*rawURL); {
+	case err != nil:
+	case fs.NArg() > 0:
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case cfg.Orgs < 1 || cfg.Users < 2 || cfg.Orgs*cfg.Users > 10000:
+		err = errors.New("--orgs must be at least 1 and --users at least 2 (someone to ask), at most 10000 users in all")
+	case cfg.Concurrency < 1 || cfg.Duration <= 0:
+		err = errors.New("--concurrency and --duration must be positive")
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "ctalk bench:", err)
+		return 2
+	}
+	rep, err := runBench(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "ctalk bench:", err)
+		return benchExitErrors
+	}
+	rep.print(stdout, cfg)
+	switch {
+	case rep.Leaks > 0:
+		return benchExitLeak
+	case rep.errors() > 0:
+		return benchExitErrors
+	}
+	return 0
+}
+
+// benchURL accepts the relay's base URL or its /mcp URL.
+func benchURL(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if raw == "" || err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("--url %q is not a relay URL: use e.g. http://127.0.0.1:8000 or https://ctalk.example.com/mcp", raw)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/mcp"
+	}
+	return u.String(), nil
+}
+
+// The tools of the mix, in report order.
+var benchTools = []string{"ask_person", "check_inbox", "propose_response", "send_response", "check_replies", "whoami"}
+
+// benchUser is one logged-in person and what the mix remembers for them.
+type benchUser struct {
+	org   int
+	id    string
+	peers []string // the others in the organization
+	conn  *mcpConn
+
+	mu     sync.Mutex
+	inbox  []int64 // unanswered questions seen by check_inbox
+	cursor string  // check_replies cursor
+}
+
+// bench is one run's shared state.
+type bench struct {
+	cfg     benchConfig
+	run     string // random id: organization names and markers
+	users   []*benchUser
+	claimed sync.Map // benchClaim → struct{}: one answerer per question
+	calls   atomic.Int64
+	errs    atomic.Int64
+	leaks   atomic.Int64
+	mu      sync.Mutex
+	leak    string // the first leak seen
+}
+
+type benchClaim struct {
+	org int
+	id  int64
+}
+
+// marker tags every text of organization i; a result of another
+// organization's call that contains it is a leak.
+func (b *bench) marker(i int) string { return fmt.Sprintf("bm%so%dx", b.run, i) }
+
+// leakedOrg returns an organization other than own whose marker is in body, or -1.
+func (b *bench) leakedOrg(body []byte, own int) int {
+	prefix := []byte("bm" + b.run + "o")
+	for rest := body; ; {
+		i := bytes.Index(rest, prefix)
+		if i < 0 {
+			return -1
+		}
+		rest = rest[i+len(prefix):]
+		j := 0
+		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+			j++
+		}
+		if j > 0 && j < len(rest) && rest[j] == 'x' {
+			if n, _ := strconv.Atoi(string(rest[:j])); n != own {
+				return n
+			}
+		}
+	}
+}
+
+func runBench(ctx context.Context, cfg benchConfig) (*benchReport, error) {
+	var rb [4]byte
+	rand.Read(rb[:])
+	b := &bench{cfg: cfg, run: hex.EncodeToString(rb[:])}
+	hc := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{
+		MaxIdleConns: cfg.Concurrency + 16, MaxIdleConnsPerHost: cfg.Concurrency + 16, IdleConnTimeout: time.Minute,
+	}}
+	defer hc.CloseIdleConnections()
+	start := time.Now()
+	b.logf("bench: registering %d organizations × %d users and logging them in (password hashing is deliberately slow)",
+		cfg.Orgs, cfg.Users)
+	if err := b.setup(ctx, hc); err != nil {
+		return nil, err
+	}
+	b.logf("bench: %d users ready in %s; driving the mix with %d clients for %s",
+		len(b.users), time.Since(start).Round(100*time.Millisecond), cfg.Concurrency, cfg.Duration)
+	return b.drive(ctx), nil
+}
+
+func (b *bench) logf(format string, args ...any) {
+	if b.cfg.Progress != nil {
+		fmt.Fprintf(b.cfg.Progress, format+"\n", args...)
+	}
+}
+
+// setup registers the organizations and users and logs everyone in, a few at a time.
+func (b *bench) setup(ctx context.Context, hc *http.Client) error {
+	admin, password := "bench-admin-"+b.run+"-pw", "bench-user-"+b.run
+	anon := &mcpConn{endpoint: b.cfg.Endpoint, client: hc}
+	if err := anon.initialize(ctx); err != nil {
+		return fmt.Errorf("connect to %s: %w", b.cfg.Endpoint, err)
+	}
+	ids := make([]string, b.cfg.Users)
+	for i := range ids {
+		ids[i] = "u" + strconv.Itoa(i+1) // the same ids in every organization
+	}
+	orgID := func(i int) string { return "bench-" + b.run + "-" + strconv.Itoa(i) }
+	parallel := min(b.cfg.Concurrency, 4)
+	err := forEach(ctx, b.cfg.Orgs, parallel, func(i int) error {
+		return anon.must(ctx, "register_organization", map[string]any{
+			"org_id": orgID(i), "name": "Bench org " + b.marker(i), "admin_password": admin}, nil)
+	})
+	if err != nil {
+		return err
+	}
+	b.users = make([]*benchUser, 0, b.cfg.Orgs*b.cfg.Users)
+	for o := range b.cfg.Orgs {
+		for i, id := range ids {
+			peers := append(append([]string{}, ids[:i]...), ids[i+1:]...)
+			b.users = append(b.users, &benchUser{org: o, id: id, peers: peers})
+		}
+	}
+	return forEach(ctx, len(b.users), parallel, func(i int) error {
+		u := b.users[i]
+		m := b.marker(u.org)
+		if err := anon.must(ctx, "register_user", map[string]any{
+			"org_id": orgID(u.org), "admin_password": admin, "user_id": u.id, "name": "Bench " + u.id + " " + m,
+			"password": password, "ownership": "area " + u.id + " of " + m, "notes": "notes of " + m,
+		}, nil); err != nil {
+			return err
+		}
+		var login struct {
+			AuthToken string `json:"auth_token"`
+		}
+		if err := anon.must(ctx, "login", map[string]any{"org_id": orgID(u.org), "user_id": u.id, "password": password}, &login); err != nil {
+			return err
+		}
+		u.conn = &mcpConn{endpoint: b.cfg.Endpoint, client: hc, bearer: login.AuthToken}
+		return u.conn.initialize(ctx)
+	})
+}
+
+// forEach runs fn(0..n-1) on up to parallel goroutines and returns the first error.
+func forEach(ctx context.Context, n, parallel int, fn func(i int) error) error {
+	var next atomic.Int64
+	errc := make(chan error, parallel)
+	for range parallel {
+		go func() {
+			for i := int(next.Add(1) - 1); i < n && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				if err := fn(i); err != nil {
+					next.Store(int64(n)) // stop the others
+					errc <- err
+					return
+				}
+			}
+			errc <- ctx.Err()
+		}()
+	}
+	var first error
+	for range parallel {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// drive runs the mix on cfg.Concurrency workers for cfg.Duration. Calls in
+// flight at the end complete and count.
+func (b *bench) drive(ctx context.Context) *benchReport {
+	stop := make(chan struct{})
+	perWorker := make([]map[string]*toolStats, b.cfg.Concurrency)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range b.cfg.Concurrency {
+		perWorker[w] = map[string]*toolStats{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.worker(ctx, w, stop, perWorker[w])
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	timer := time.NewTimer(b.cfg.Duration)
+	defer timer.Stop()
+	var last int64
+	for running := true; running; {
+		select {
+		case <-tick.C:
+			n := b.calls.Load()
+			b.logf("bench: %3.0fs  %8d calls  %6d/s  errors %d  leaks %d",
+				time.Since(start).Seconds(), n, n-last, b.errs.Load(), b.leaks.Load())
+			last = n
+		case <-timer.C:
+			close(stop)
+			running = false
+		case <-ctx.Done():
+			close(stop)
+			running = false
+		}
+	}
+	<-done
+	rep := &benchReport{Elapsed: time.Since(start), Tools: map[string]*toolStats{}, Leaks: b.leaks.Load(), LeakSample: b.leak}
+	for _, m := range perWorker {
+		for name, s := range m {
+			rep.tool(name).merge(s)
+		}
+	}
+	return rep
+}
+
+// worker plays the users w, w+C, w+2C, … in turn.
+func (b *bench) worker(ctx context.Context, w int, stop <-chan struct{}, stats map[string]*toolStats) {
+	rng := mrand.New(mrand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+	for turn := 0; ; turn++ {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		n := len(b.users)
+		u := b.users[(w+turn*b.cfg.Concurrency)%n]
+		if b.cfg.Concurrency >= n {
+			u = b.users[w%n]
+		}
+		switch r := rng.IntN(100); {
+		case r < 25:
+			b.ask(ctx, u, rng, stats)
+		case r < 50:
+			b.checkInbox(ctx, u, stats)
+		case r < 65:
+			b.answer(ctx, u, stats)
+		case r < 85:
+			b.checkReplies(ctx, u, stats)
+		default:
+			b.call(ctx, u, "whoami", map[string]any{}, stats)
+		}
+	}
+}
+
+// call runs one tool call as u, timing it and checking its result for leaks.
+func (b *bench) call(ctx context.Context, u *benchUser, tool string, args map[string]any, stats map[string]*toolStats) *toolResult {
+	t0 := time.Now()
+	res, err := u.conn.callTool(ctx, tool, args)
+	d := time.Since(t0)
+	if ctx.Err() != nil {
+		return nil // interrupted: neither a result nor an error of the relay's
+	}
+	s := stats[tool]
+	if s == nil {
+		s = &toolStats{}
+		stats[tool] = s
+	}
+	s.Calls++
+	s.hist.add(d)
+	b.calls.Add(1)
+	if err == nil && res.isError {
+		err = errors.New(res.text)
+	}
+	if res != nil {
+		if o := b.leakedOrg(res.raw, u.org); o >= 0 {
+			b.leaks.Add(1)
+			b.mu.Lock()
+			if b.leak == "" {
+				b.leak = fmt.Sprintf("%s by %s of organization %d returned data of organization %d", tool, u.id, u.org, o)
+			}
+			b.mu.Unlock()
+		}
+	}
+	if err != nil {
+		s.Errors++
+		b.errs.Add(1)
+		s.sample(err.Error(), 1)
+		return nil
+	}
+	return res
+}
+
+func (b *bench) ask(ctx context.Context, u *benchUser, rng *mrand.Rand, stats map[string]*toolStats) {
+	to := u.peers[rng.IntN(len(u.peers))]
+	b.call(ctx, u, "ask_person", map[string]any{"to_user_id": to,
+		"question": fmt.Sprintf("How does area %s handle retries? (%d, %s)", to, rng.Int32(), b.marker(u.org))}, stats)
+}
+
+func (b *bench) checkInbox(ctx context.Context, u *benchUser, stats map[string]*toolStats) {
+	res := b.call(ctx, u, "check_inbox", map[string]any{}, stats)
+	var inbox struct {
+		Questions []struct {
+			MessageID int64 `json:"message_id"`
+		} `json:"questions"`
+	}
+	if res == nil || json.Unmarshal(res.structured, &inbox) != nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.inbox = u.inbox[:0]
+	for _, q := range inbox.Questions {
+		u.inbox = append(u.inbox, q.MessageID)
+	}
+}
+
+// answer drafts and sends the answer to a question in u's inbox that no
+// other worker has claimed, checking the inbox first when it knows of none.
+func (b *bench) answer(ctx context.Context, u *benchUser, stats map[string]*toolStats) {
+	id := b.claim(u)
+	if id == 0 {
+		b.checkInbox(ctx, u, stats)
+		if id = b.claim(u); id == 0 {
+			return
+		}
+	}
+	text := fmt.Sprintf("Three attempts with backoff, says %s. (%s)", u.id, b.marker(u.org))
+	args := map[string]any{"message_id": id, "draft_text": text}
+	if b.call(ctx, u, "propose_response", args, stats) != nil {
+		b.call(ctx, u, "send_response", map[string]any{"message_id": id, "final_text": text}, stats)
+	}
+}
+
+// claim takes a question from u's known inbox for this worker alone, or returns 0.
+func (b *bench) claim(u *benchUser) int64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for len(u.inbox) > 0 {
+		id := u.inbox[0]
+		u.inbox = u.inbox[1:]
+		if _, taken := b.claimed.LoadOrStore(benchClaim{u.org, id}, struct{}{}); !taken {
+			return id
+		}
+	}
+	return 0
+}
+
+func (b *bench) checkReplies(ctx context.Context, u *benchUser, stats map[string]*toolStats) {
+	u.mu.Lock()
+	args := map[string]any{"cursor": u.cursor}
+	u.mu.Unlock()
+	res := b.call(ctx, u, "check_replies", args, stats)
+	var out struct {
+		Cursor string `json:"cursor"`
+	}
+	if res != nil && json.Unmarshal(res.structured, &out) == nil {
+		u.mu.Lock()
+		u.cursor = out.Cursor
+		u.mu.Unlock()
+	}
+}
+
+// toolStats are one tool's calls, errors and latencies.
+type toolStats struct {
+	Calls, Errors int64
+	ErrorSamples  map[string]int64 // up to a few distinct messages
+	hist          histogram
+}
+
+// sample counts n errors with msg, keeping up to five distinct messages.
+func (s *toolStats) sample(msg string, n int64) {
+	if s.ErrorSamples == nil {
+		s.ErrorSamples = map[string]int64{}
+	}
+	if _, ok := s.ErrorSamples[msg]; ok || len(s.ErrorSamples) < 5 {
+		s.ErrorSamples[msg] += n
+	}
+}
+
+func (s *toolStats) merge(o *toolStats) {
+	s.Calls += o.Calls
+	s.Errors += o.Errors
+	for k, v := range o.ErrorSamples {
+		s.sample(k, v)
+	}
+	s.hist.merge(&o.hist)
+}
+
+// Percentile returns the latency below which a fraction p of the calls fell.
+func (s *toolStats) Percentile(p float64) time.Duration { return s.hist.percentile(p) }
+
+// histogram counts latencies in microseconds, 32 buckets per power of two:
+// a percentile is within about 3% of the exact one, in constant memory.
+type histogram struct{ counts []int64 }
+
+func bucketOf(us int64) int {
+	if us < 32 {
+		return int(max(us, 0))
+	}
+	shift := bits.Len64(uint64(us)) - 6 // us>>shift is in [32, 63]
+	return 32*(shift+1) + int(us>>shift) - 32
+}
+
+// bucketMid is the middle of a bucket's range, in microseconds.
+func bucketMid(i int) int64 {
+	if i < 32 {
+		return int64(i)
+	}
+	shift := i/32 - 1
+	return int64(i%32+32)<<shift + (int64(1)<<shift)/2
+}
+
+func (h *histogram) add(d time.Duration) {
+	i := bucketOf(d.Microseconds())
+	for len(h.counts) <= i {
+		h.counts = append(h.counts, 0)
+	}
+	h.counts[i]++
+}
+
+func (h *histogram) merge(o *histogram) {
+	for i, c := range o.counts {
+		for len(h.counts) <= i {
+			h.counts = append(h.counts, 0)
+		}
+		h.counts[i] += c
+	}
+}
+
+func (h *histogram) percentile(p float64) time.Duration {
+	var n int64
+	for _, c := range h.counts {
+		n += c
+	}
+	if n == 0 {
+		return 0
+	}
+	rank := max(int64(p*float64(n)+0.999999), 1)
+	var seen int64
+	for i, c := range h.counts {
+		if seen += c; seen >= rank {
+			return time.Duration(bucketMid(i)) * time.Microsecond
+		}
+	}
+	return 0
+}
+
+// benchReport is a run's result.
+type benchReport struct {
+	Elapsed    time.Duration
+	Tools      map[string]*toolStats
+	Leaks      int64
+	LeakSample string
+}
+
+func (r *benchReport) tool(name string) *toolStats {
+	if r.Tools[name] == nil {
+		r.Tools[name] = &toolStats{}
+	}
+	return r.Tools[name]
+}
+
+func (r *benchReport) errors() (n int64) {
+	for _, s := range r.Tools {
+		n += s.Errors
+	}
+	return n
+}
+
+func (r *benchReport) print(w io.Writer, cfg benchConfig) {
+	fmt.Fprintf(w, "ctalk bench %s: %d organizations × %d users, %d clients, %s\n\n",
+		cfg.Endpoint, cfg.Orgs, cfg.Users, cfg.Concurrency, r.Elapsed.Round(10*time.Millisecond))
+	fmt.Fprintf(w, "%-17s %9s %9s %9s %9s %9s %7s\n", "tool", "calls", "calls/s", "p50", "p95", "p99", "errors")
+	all := &toolStats{}
+	row := func(name string, s *toolStats) {
+		fmt.Fprintf(w, "%-17s %9d %9.1f %9s %9s %9s %7d\n", name, s.Calls, float64(s.Calls)/r.Elapsed.Seconds(),
+			ms(s.Percentile(0.50)), ms(s.Percentile(0.95)), ms(s.Percentile(0.99)), s.Errors)
+	}
+	for _, name := range benchTools {
+		s := r.tool(name)
+		row(name, s)
+		all.merge(s)
+	}
+	row("all", all)
+	var samples []string
+	for _, name := range benchTools {
+		for msg, n := range r.Tools[name].ErrorSamples {
+			samples = append(samples, fmt.Sprintf("  %s ×%d: %s", name, n, msg))
+		}
+	}
+	sort.Strings(samples)
+	if len(samples) > 0 {
+		fmt.Fprintf(w, "\nerrors:\n%s\n", strings.Join(samples, "\n"))
+	}
+	if r.Leaks > 0 {
+		fmt.Fprintf(w, "\nLEAK: %d calls saw another organization's data; first: %s\n", r.Leaks, r.LeakSample)
+	} else {
+		fmt.Fprintln(w, "\nleaks: none (no call saw another organization's data)")
+	}
+}
+
+func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) + "ms" }
+
+// benchProtocol is the MCP version the bench speaks: Claude Code's, with a session.
+const benchProtocol = "2025-11-25"
+
+// mcpConn is a minimal MCP client over Streamable HTTP: one session, tool
+// calls as JSON-RPC POSTs, answers as JSON or as an SSE stream.
+type mcpConn struct {
+	endpoint string
+	client   *http.Client
+	bearer   string // sent as Authorization: Bearer
+	session  string
+	ids      atomic.Int64
+}
+
+// toolResult is a tools/call result and the whole response it came in.
+type toolResult struct {
+	isError    bool
+	text       string
+	structured json.RawMessage
+	raw        []byte
+}
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
+
+func (c *mcpConn) initialize(ctx context.Context) error {
+	_, _, err := c.post(ctx, "initialize", map[string]any{
+		"protocolVersion": benchProtocol, "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "ctalk-bench", "version": version},
+	})
+	if err != nil {
+		return err
+	}
+	_, _, err = c.post(ctx, "notifications/initialized", nil)
+	return err
+}
+
+func (c *mcpConn) callTool(ctx context.Context, name string, args map[string]any) (*toolResult, error) {
+	result, raw, err := c.post(ctx, "tools/call", map[string]any{"name": name, "arguments": args})
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil {
+		return nil, fmt.Errorf("%s: undecodable result: %w", name, err)
+	}
+	res := &toolResult{isError: r.IsError, structured: r.StructuredContent, raw: raw}
+	for _, c := range r.Content {
+		res.text += c.Text
+	}
+	return res, nil
+}
+
+// must calls a tool that has to succeed, decoding its structured result into out.
+func (c *mcpConn) must(ctx context.Context, name string, args map[string]any, out any) error {
+	res, err := c.callTool(ctx, name, args)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", name, err)
+	case res.isError:
+		return fmt.Errorf("%s: the relay refused: %s", name, res.text)
+	case out != nil:
+		return json.Unmarshal(res.structured, out)
+	}
+	return nil
+}
+
+// post sends one JSON-RPC message; a notification (nil params allowed)
+// expects no answer. It returns the result and the raw response body.
+func (c *mcpConn) post(ctx context.Context, method string, params any) (json.RawMessage, []byte, error) {
+	notify := strings.HasPrefix(method, "notifications/")
+	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	id := c.ids.Add(1)
+	if !notify {
+		msg["id"] = id
+	}
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return nil, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.session != "" {
+		req.Header.Set("Mcp-Session-Id", c.session)
+		req.Header.Set("Mcp-Protocol-Version", benchProtocol)
+	}
+	if c.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+c.bearer)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, raw, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(raw[:min(len(raw), 300)]))
+	}
+	if s := resp.Header.Get("Mcp-Session-Id"); s != "" && method == "initialize" {
+		c.session = s
+	}
+	if notify {
+		return nil, raw, nil
+	}
+	payload := raw
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		if payload = sseResponse(raw, id); payload == nil {
+			return nil, raw, fmt.Errorf("%s: the event stream ended without the response", method)
+		}
+	}
+	var r struct {
+		ID     int64           `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *rpcError       `json:"error"`
+	}
+	if err := json.Unmarshal(payload, &r); err != nil {
+		return nil, raw, fmt.Errorf("%s: undecodable response: %w", method, err)
+	}
+	if r.Error != nil {
+		return nil, raw, r.Error
+	}
+	return r.Result, raw, nil
+}
+
+// sseResponse finds the JSON-RPC response with id in an event stream.
+func sseResponse(stream []byte, id int64) []byte {
+	for _, event := range bytes.Split(stream, []byte("\n\n")) {
+		var data []byte
+		for _, line := range bytes.Split(event, []byte("\n")) {
+			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				data = append(data, bytes.TrimSpace(d)...)
+			}
+		}
+		var m struct {
+			ID     *int64          `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(data, &m) == nil && m.Method == "" && m.ID != nil && *m.ID == id {
+			return data
+		}
+	}
+	return nil
+}
