@@ -118,6 +118,11 @@ func openPostgres(ctx context.Context, url string, logger *slog.Logger) (Store, 
 	if err != nil {
 		return nil, nil, err
 	}
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		// Without a bound, a dropped network holds calls for the kernel's
+		// TCP timeouts; connect_timeout in the URL overrides this.
+		pc.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
 	pc.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		// pgx scans timestamptz in the machine's zone; ctalk answers in UTC on both backends.
 		c.TypeMap().RegisterType(&pgtype.Type{

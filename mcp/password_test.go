@@ -102,7 +102,7 @@ func TestVerifyEmptyHash(t *testing.T) {
 func TestVerifyMalformedHash(t *testing.T) {
 	t.Parallel()
 	h := newHasher(1)
-	good := h.dummy
+	good := dummyHash()
 	for _, encoded := range []string{
 		"plaintext",
 		"$argon2i$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$a2V5",
@@ -151,7 +151,7 @@ func TestHasherBoundsConcurrency(t *testing.T) {
 		})
 		wg.Go(func() {
 			started.Add(1)
-			if _, err := h.Verify(ctx, h.dummy, "second password"); err != nil {
+			if _, err := h.Verify(ctx, dummyHash(), "second password"); err != nil {
 				t.Errorf("Verify() = %v", err)
 			}
 			finished.Add(1)
@@ -184,7 +184,7 @@ func TestHasherCancelWhileWaiting(t *testing.T) {
 	if _, err := h.Hash(ctx, "password"); err != context.Canceled {
 		t.Errorf("Hash(cancelled ctx) with no free slot = %v, want context.Canceled", err)
 	}
-	if _, err := h.Verify(ctx, h.dummy, "password"); err != context.Canceled {
+	if _, err := h.Verify(ctx, dummyHash(), "password"); err != context.Canceled {
 		t.Errorf("Verify(cancelled ctx) with no free slot = %v, want context.Canceled", err)
 	}
 	h.release()

@@ -25,6 +25,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now returns the current time (tests may fix it); default time.Now.
 	Now func() time.Time
+	// Draining, once closed, ends long waits (wait_for_messages) early with
+	// their normal empty result, so a shutdown is not held up by them.
+	Draining <-chan struct{}
 }
 
 // DefaultTokenTTL is how long a login token lasts unless configured.
@@ -37,10 +40,11 @@ type tools struct {
 	log      *slog.Logger
 	now      func() time.Time
 	tokenTTL time.Duration
+	draining <-chan struct{} // nil: never
 }
 
 func newTools(store db.Store, opts Options) *tools {
-	t := &tools{store: store, log: opts.Logger, now: opts.Now, tokenTTL: opts.TokenTTL}
+	t := &tools{store: store, log: opts.Logger, now: opts.Now, tokenTTL: opts.TokenTTL, draining: opts.Draining}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}

@@ -279,8 +279,9 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 }
 
 // Serve serves h on ln until ctx is done, then stops accepting connections
-// and lets in-flight requests finish for up to drain.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, drain time.Duration) error {
+// and lets in-flight requests finish for up to drain. draining, if not nil,
+// is closed when the drain begins: long waits watch it and end early.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, drain time.Duration, draining chan struct{}) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -296,6 +297,9 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, drain time.Dura
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	if draining != nil {
+		close(draining)
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()

@@ -554,7 +554,7 @@ func serveSlowly(t *testing.T, d, drain time.Duration) (addr string, inFlight <-
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
 	errc, resc := make(chan error, 1), make(chan result, 1)
-	go func() { errc <- Serve(ctx, ln, h, drain) }()
+	go func() { errc <- Serve(ctx, ln, h, drain, nil) }()
 	client := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(client.CloseIdleConnections)
 	go func() {
