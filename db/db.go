@@ -137,6 +137,8 @@ type Queries interface {
 
 	CreateToken(ctx context.Context, t Token) error
 	GetToken(ctx context.Context, hash []byte) (Token, error)
+	// GetTokenUser returns a token and its user in one query.
+	GetTokenUser(ctx context.Context, hash []byte) (Token, User, error)
 	RevokeToken(ctx context.Context, hash []byte, at time.Time) error
 	// RevokeUserTokens revokes every live token of a user except keep (which may be nil).
 	RevokeUserTokens(ctx context.Context, orgID, userID string, keep []byte, at time.Time) (int64, error)

@@ -359,3 +359,8 @@ func (s *postgresStore) Connections() (open, inUse int) {
 	st := s.pool.Stat()
 	return int(st.TotalConns()), int(st.AcquiredConns())
 }
+
+func (a pgQueries) GetTokenUser(ctx context.Context, hash []byte) (Token, User, error) {
+	r, err := a.q.GetTokenUser(ctx, hash)
+	return Token(r.AuthToken), User(r.User), pgError(err)
+}

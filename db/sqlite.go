@@ -332,3 +332,8 @@ func (s *sqliteStore) Connections() (open, inUse int) {
 	st := s.db.Stats()
 	return st.OpenConnections, st.InUse
 }
+
+func (a sqliteQueries) GetTokenUser(ctx context.Context, hash []byte) (Token, User, error) {
+	r, err := a.q.GetTokenUser(ctx, hash)
+	return Token(r.AuthToken), User(r.User), sqliteError(err)
+}

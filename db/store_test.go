@@ -794,3 +794,29 @@ func TestMarkRepliesSeen(t *testing.T) {
 		}
 	})
 }
+
+func TestGetTokenUser(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s db.Store) {
+		ctx := t.Context()
+		seedOrg(t, s, "a", "amy")
+		seedOrg(t, s, "b", "amy")
+		tok := db.Token{TokenHash: []byte("hash-of-amy-b"), OrgID: "b", UserID: "amy", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+		mustTx(t, s, func(q db.Queries) error { return q.CreateToken(ctx, tok) })
+		view(t, s, func(q db.Queries) error {
+			gotTok, gotUser, err := q.GetTokenUser(ctx, tok.TokenHash)
+			if err != nil {
+				t.Fatalf("GetTokenUser(amy of b) = %v", err)
+			}
+			if diff := cmp.Diff(tok, gotTok); diff != "" {
+				t.Errorf("GetTokenUser token mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(newUser("b", "amy"), gotUser); diff != "" {
+				t.Errorf("GetTokenUser user mismatch (-want +got): the token's own organization's user\n%s", diff)
+			}
+			_, _, err = q.GetTokenUser(ctx, []byte("no such hash"))
+			wantErr(t, "GetTokenUser(unknown)", err, db.ErrNotFound)
+			return nil
+		})
+	})
+}

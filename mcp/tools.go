@@ -107,20 +107,13 @@ func (t *tools) authenticate(ctx context.Context, q db.Queries, argToken string)
 	if len(token) > maxTokenLen || !strings.HasPrefix(token, tokenPrefix) {
 		return caller{}, errBadToken
 	}
-	tok, err := q.GetToken(ctx, hashToken(token))
+	tok, u, err := q.GetTokenUser(ctx, hashToken(token))
 	if errors.Is(err, db.ErrNotFound) {
 		return caller{}, errBadToken
 	} else if err != nil {
 		return caller{}, err
 	}
-	if tok.RevokedAt != nil || !t.clock().Before(tok.ExpiresAt) {
-		return caller{}, errBadToken
-	}
-	u, err := q.GetUser(ctx, tok.OrgID, tok.UserID)
-	if err != nil {
-		return caller{}, err
-	}
-	if u.DeactivatedAt != nil {
+	if tok.RevokedAt != nil || !t.clock().Before(tok.ExpiresAt) || u.DeactivatedAt != nil {
 		return caller{}, errBadToken
 	}
 	return caller{user: u, token: tok}, nil

@@ -13,3 +13,10 @@ WHERE token_hash = sqlc.arg(token_hash) AND revoked_at IS NULL;
 UPDATE auth_tokens SET revoked_at = sqlc.arg(revoked_at)
 WHERE org_id = sqlc.arg(org_id) AND user_id = sqlc.arg(user_id) AND revoked_at IS NULL
   AND token_hash <> sqlc.arg(keep_token_hash);
+
+-- name: GetTokenUser :one
+-- A token with its user, in one round trip: every authenticated call runs it.
+SELECT sqlc.embed(auth_tokens), sqlc.embed(users)
+FROM auth_tokens
+JOIN users ON users.org_id = auth_tokens.org_id AND users.id = auth_tokens.user_id
+WHERE auth_tokens.token_hash = sqlc.arg(token_hash);

@@ -52,6 +52,43 @@ func (q *Queries) GetToken(ctx context.Context, tokenHash []byte) (AuthToken, er
 	return i, err
 }
 
+const getTokenUser = `-- name: GetTokenUser :one
+SELECT auth_tokens.token_hash, auth_tokens.org_id, auth_tokens.user_id, auth_tokens.created_at, auth_tokens.expires_at, auth_tokens.revoked_at, users.org_id, users.id, users.name, users.password_hash, users.ownership, users.notes, users.profile_notes, users.created_at, users.deactivated_at, users.replies_seen_seq
+FROM auth_tokens
+JOIN users ON users.org_id = auth_tokens.org_id AND users.id = auth_tokens.user_id
+WHERE auth_tokens.token_hash = $1
+`
+
+type GetTokenUserRow struct {
+	AuthToken AuthToken
+	User      User
+}
+
+// A token with its user, in one round trip: every authenticated call runs it.
+func (q *Queries) GetTokenUser(ctx context.Context, tokenHash []byte) (GetTokenUserRow, error) {
+	row := q.db.QueryRow(ctx, getTokenUser, tokenHash)
+	var i GetTokenUserRow
+	err := row.Scan(
+		&i.AuthToken.TokenHash,
+		&i.AuthToken.OrgID,
+		&i.AuthToken.UserID,
+		&i.AuthToken.CreatedAt,
+		&i.AuthToken.ExpiresAt,
+		&i.AuthToken.RevokedAt,
+		&i.User.OrgID,
+		&i.User.ID,
+		&i.User.Name,
+		&i.User.PasswordHash,
+		&i.User.Ownership,
+		&i.User.Notes,
+		&i.User.ProfileNotes,
+		&i.User.CreatedAt,
+		&i.User.DeactivatedAt,
+		&i.User.RepliesSeenSeq,
+	)
+	return i, err
+}
+
 const revokeToken = `-- name: RevokeToken :execrows
 UPDATE auth_tokens SET revoked_at = $1
 WHERE token_hash = $2 AND revoked_at IS NULL
