@@ -156,7 +156,7 @@ func openPostgres(ctx context.Context, url string, logger *slog.Logger) (Store, 
 		pool.Close()
 		return nil, nil, fmt.Errorf("load migrations: %w", err)
 	}
-	return &postgresStore{pool: pool}, &Migrator{provider: p}, nil
+	return &postgresStore{pool: pool, log: logger}, &Migrator{provider: p}, nil
 }
 
 func openSQLite(ctx context.Context, path string, logger *slog.Logger) (Store, *Migrator, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"syscall"
 	"time"
@@ -22,6 +23,7 @@ type postgresStore struct {
 	pool *pgxpool.Pool
 	// events wakes waiters; its LISTEN connection is outside the pool.
 	events notifier
+	log    *slog.Logger
 }
 
 func (s *postgresStore) Backend() string { return "postgres" }
@@ -296,9 +298,13 @@ const (
 func (s *postgresStore) listen(ctx context.Context) {
 	backoff := listenMinBackoff
 	for {
-		listening, _ := s.listenOnce(ctx)
+		listening, err := s.listenOnce(ctx)
 		if listening {
 			backoff = listenMinBackoff
+		}
+		if err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "postgres LISTEN connection lost; waiters are woken by the fallback poll until it is back",
+				"err", err, "retry_in", backoff)
 		}
 		select {
 		case <-ctx.Done():
