@@ -9,19 +9,12 @@ package mcp
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -104,66 +97,16 @@ func TestTokenCheckNeverHashes(t *testing.T) {
 	})
 }
 
-// benchStore opens a fresh, migrated store of backend for a benchmark
-// (dbtest's helpers take a *testing.T), and a function that runs SQL on the
-// same database directly, for bulk loads.
+// benchStore opens a fresh, migrated store of backend for a benchmark, and
+// a function that runs SQL on the same database directly, for bulk loads.
 func benchStore(b *testing.B, backend string) (db.Store, func(query string, args ...any)) {
 	b.Helper()
-	cfg := db.Config{SQLitePath: filepath.Join(b.TempDir(), "relay.sqlite3")}
-	if backend == "postgres" {
-		base := os.Getenv(dbtest.PostgresURLEnv)
-		if base == "" {
-			b.Skipf("%s is not set: skipping PostgreSQL", dbtest.PostgresURLEnv)
-		}
-		var r [8]byte
-		rand.Read(r[:])
-		schema := "ctalk_bench_" + hex.EncodeToString(r[:])
-		pgExecBench(b, base, "CREATE SCHEMA "+schema)
-		b.Cleanup(func() { pgExecBench(b, base, "DROP SCHEMA "+schema+" CASCADE") })
-		u, err := url.Parse(base)
-		if err != nil {
-			b.Fatalf("%s: %v", dbtest.PostgresURLEnv, err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		cfg = db.Config{DatabaseURL: u.String()}
-	}
-	s, err := db.Open(context.Background(), cfg)
-	if err != nil {
-		b.Fatalf("db.Open: %v", err)
-	}
-	b.Cleanup(func() { s.Close() })
+	cfg := dbtest.NewConfig(b, backend)
 	exec := func(query string, args ...any) {
 		b.Helper()
-		var err error
-		if cfg.DatabaseURL != "" {
-			pgExecBench(b, cfg.DatabaseURL, query, args...)
-			return
-		}
-		sdb, err := sql.Open("sqlite3", "file:"+cfg.SQLitePath+"?_pragma=busy_timeout(10000)")
-		if err == nil {
-			_, err = sdb.Exec(query, args...)
-			sdb.Close()
-		}
-		if err != nil {
-			b.Fatalf("%s: %v", query, err)
-		}
+		dbtest.Exec(b, cfg, query, args...)
 	}
-	return s, exec
-}
-
-func pgExecBench(b *testing.B, dbURL, query string, args ...any) {
-	b.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		b.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, query, args...); err != nil {
-		b.Fatalf("%s: %v", query, err)
-	}
+	return dbtest.Open(b, cfg), exec
 }
 
 // benchTeam stores organization acme with users u0…u(n-1) and a token for

@@ -18,17 +18,13 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -38,8 +34,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
@@ -54,65 +48,17 @@ type capDB struct {
 	cfg   db.Config
 }
 
-// newCapDB opens a fresh database of backend (dbtest's helpers need a *testing.T).
+// newCapDB opens a fresh, migrated database of backend.
 func newCapDB(tb testing.TB, backend string) *capDB {
 	tb.Helper()
-	cfg := db.Config{SQLitePath: filepath.Join(tb.TempDir(), "relay.sqlite3")}
-	if backend == "postgres" {
-		base := os.Getenv(dbtest.PostgresURLEnv)
-		if base == "" {
-			tb.Skipf("%s is not set: skipping PostgreSQL", dbtest.PostgresURLEnv)
-		}
-		var r [8]byte
-		rand.Read(r[:])
-		schema := "ctalk_cap_" + hex.EncodeToString(r[:])
-		pgExecTB(tb, base, "CREATE SCHEMA "+schema)
-		tb.Cleanup(func() { pgExecTB(tb, base, "DROP SCHEMA "+schema+" CASCADE") })
-		u, err := url.Parse(base)
-		if err != nil {
-			tb.Fatalf("%s: %v", dbtest.PostgresURLEnv, err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		cfg = db.Config{DatabaseURL: u.String()}
-	}
-	s, err := db.Open(context.Background(), cfg)
-	if err != nil {
-		tb.Fatalf("db.Open: %v", err)
-	}
-	tb.Cleanup(func() { s.Close() })
-	return &capDB{store: s, cfg: cfg}
-}
-
-func pgExecTB(tb testing.TB, dbURL, query string, args ...any) {
-	tb.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		tb.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, query, args...); err != nil {
-		tb.Fatalf("%.200s: %v", query, err)
-	}
+	cfg := dbtest.NewConfig(tb, backend)
+	return &capDB{store: dbtest.Open(tb, cfg), cfg: cfg}
 }
 
 // exec runs SQL on the database directly.
 func (d *capDB) exec(tb testing.TB, query string, args ...any) {
 	tb.Helper()
-	if d.cfg.DatabaseURL != "" {
-		pgExecTB(tb, d.cfg.DatabaseURL, query, args...)
-		return
-	}
-	conn, err := sql.Open("sqlite3", "file:"+d.cfg.SQLitePath+"?_pragma=busy_timeout(10000)")
-	if err == nil {
-		_, err = conn.Exec(query, args...)
-		conn.Close()
-	}
-	if err != nil {
-		tb.Fatalf("%.200s: %v", query, err)
-	}
+	dbtest.Exec(tb, d.cfg, query, args...)
 }
 
 // capUser is the id of the ith user of organization acme.

@@ -7,6 +7,7 @@ package dbtest
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"net/url"
 	"os"
@@ -49,7 +50,7 @@ func ForEachConfig(t *testing.T, fn func(t *testing.T, cfg db.Config)) {
 }
 
 // NewConfig returns the Config of a fresh, empty database of the backend.
-func NewConfig(t *testing.T, backend string) db.Config {
+func NewConfig(t testing.TB, backend string) db.Config {
 	t.Helper()
 	switch backend {
 	case "sqlite":
@@ -62,8 +63,8 @@ func NewConfig(t *testing.T, backend string) db.Config {
 	return db.Config{}
 }
 
-// postgresURL returns the server URL from the environment, or skips the test.
-func PostgresURL(t *testing.T) string {
+// PostgresURL returns the server URL from the environment, or skips the test.
+func PostgresURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv(PostgresURLEnv)
 	if u == "" {
@@ -74,7 +75,7 @@ func PostgresURL(t *testing.T) string {
 
 // NewPostgresSchema creates an empty schema with a random name, drops it when
 // the test ends, and returns a URL whose connections use it as search_path.
-func NewPostgresSchema(t *testing.T) (dbURL, schema string) {
+func NewPostgresSchema(t testing.TB) (dbURL, schema string) {
 	t.Helper()
 	base := PostgresURL(t)
 	var b [8]byte
@@ -121,7 +122,7 @@ func withSearchPath(base, schema string) (string, error) {
 }
 
 // PGConn opens a plain pgx connection, closed when the test ends.
-func PGConn(t *testing.T, dbURL string) *pgx.Conn {
+func PGConn(t testing.TB, dbURL string) *pgx.Conn {
 	t.Helper()
 	ctx := context.WithoutCancel(t.Context())
 	conn, err := pgx.Connect(ctx, dbURL)
@@ -133,15 +134,33 @@ func PGConn(t *testing.T, dbURL string) *pgx.Conn {
 }
 
 // PGExec runs one statement on its own connection.
-func PGExec(t *testing.T, dbURL, sql string) {
+func PGExec(t testing.TB, dbURL, sql string, args ...any) {
 	t.Helper()
-	if _, err := PGConn(t, dbURL).Exec(t.Context(), sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
+	if _, err := PGConn(t, dbURL).Exec(t.Context(), sql, args...); err != nil {
+		t.Fatalf("%.200s: %v", sql, err)
+	}
+}
+
+// Exec runs one statement directly on the database of cfg, either backend:
+// for bulk loads and checks that go around the Store.
+func Exec(t testing.TB, cfg db.Config, query string, args ...any) {
+	t.Helper()
+	if cfg.DatabaseURL != "" {
+		PGExec(t, cfg.DatabaseURL, query, args...)
+		return
+	}
+	conn, err := sql.Open("sqlite3", "file:"+cfg.SQLitePath+"?_pragma=busy_timeout(10000)")
+	if err == nil {
+		_, err = conn.Exec(query, args...)
+		conn.Close()
+	}
+	if err != nil {
+		t.Fatalf("%.200s: %v", query, err)
 	}
 }
 
 // Open opens (and migrates) the database, closing it when the test ends.
-func Open(t *testing.T, cfg db.Config) db.Store {
+func Open(t testing.TB, cfg db.Config) db.Store {
 	t.Helper()
 	s, err := db.Open(t.Context(), cfg)
 	if err != nil {
