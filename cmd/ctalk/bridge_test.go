@@ -19,35 +19,13 @@ import (
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
 	"github.com/ctalk/ctalk/internal/credentials"
-	"github.com/ctalk/ctalk/internal/relayclient"
 	"github.com/ctalk/ctalk/internal/testkit"
 	"github.com/ctalk/ctalk/mcp"
 	"github.com/ctalk/ctalk/server"
 )
 
-const (
-	testAdminPassword = "bridge-admin-password-0123"
-	testUserPassword  = "bridge-user-password-0123"
-)
-
-// teamPasswords are the seeded team's.
-var team = testkit.Team{AdminPassword: testAdminPassword, UserPassword: testUserPassword, Users: []string{"umar", "john"}}
-
-// startRelay serves a real relay over store on a local port until the test
-// ends and returns its MCP URL.
-func startRelay(t *testing.T, store db.Store) string {
-	t.Helper()
-	return testkit.ServeMCP(t, server.Handler(server.Config{
-		Store: store, MCP: mcp.NewServer(store, mcp.Options{HashConcurrency: 4}),
-	}))
-}
-
-// seedTeam registers organization acme with umar and john (both with
-// testUserPassword) and returns a client logged in as umar.
-func seedTeam(t *testing.T, endpoint string) (umar *relayclient.Client) {
-	t.Helper()
-	return team.Seed(t, endpoint)["umar"]
-}
+// team is umar and john in acme.
+var team = testkit.Pair
 
 // callBridge calls a tool through the bridge's stdio client; it must succeed.
 func callBridge(t *testing.T, c *mcpclient.Client, tool string, args map[string]any, out any) *mcpgo.CallToolResult {
@@ -160,18 +138,18 @@ func TestBridge(t *testing.T) {
 	t.Parallel()
 	bin := testkit.BuildCtalk(t, "")
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		endpoint := startRelay(t, s)
-		umar := seedTeam(t, endpoint)
+		endpoint := testkit.ServeMCP(t, server.Handler(server.Config{Store: s, MCP: mcp.NewServer(s, mcp.Options{HashConcurrency: 4})}))
+		umar := team.Seed(t, endpoint)["umar"]
 		home, env := testkit.Home(t)
 
 		login := exec.CommandContext(t.Context(), bin, "login", "--relay", endpoint, "--org", "acme", "--user", "john")
 		login.Env = append(os.Environ(), env...)
-		login.Stdin = strings.NewReader(testUserPassword + "\n")
+		login.Stdin = strings.NewReader(team.UserPassword + "\n")
 		out, err := login.CombinedOutput()
 		if err != nil {
 			t.Fatalf("ctalk login: %v\n%s", err, out)
 		}
-		if strings.Contains(string(out), testUserPassword) {
+		if strings.Contains(string(out), team.UserPassword) {
 			t.Errorf("ctalk login printed the password: %s", out)
 		}
 		dir := filepath.Join(home, ".config", "ctalk")

@@ -18,12 +18,8 @@ import (
 	"github.com/ctalk/ctalk/server"
 )
 
-const (
-	testAdminPassword = "cli-admin-password-0123"
-	testUserPassword  = "cli-user-password-0123"
-)
-
-var team = testkit.Team{AdminPassword: testAdminPassword, UserPassword: testUserPassword, Users: []string{"umar", "john"}}
+// team is umar and john in acme.
+var team = testkit.Pair
 
 // startRelay serves a real relay over store until the test ends and
 // returns its MCP URL.
@@ -57,7 +53,7 @@ func TestWait(t *testing.T) {
 		if code, _, stderr := runInProcess(t.Context(), env, "", "wait", "--timeout", "1s"); code != 1 || !strings.Contains(stderr, "not logged in") {
 			t.Errorf("wait before login = %d, %q; want 1 and how to log in", code, stderr)
 		}
-		if code, _, stderr := runInProcess(t.Context(), env, testUserPassword+"\n", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 0 {
+		if code, _, stderr := runInProcess(t.Context(), env, team.UserPassword+"\n", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 0 {
 			t.Fatalf("login = %d: %s", code, stderr)
 		}
 		if code, _, stderr := runInProcess(t.Context(), env, "", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 1 || !strings.Contains(stderr, "no password") {
@@ -161,7 +157,7 @@ func TestWaitFirstRun(t *testing.T) {
 		answered := testkit.Ask(t, umar, "john", "a question john answered")
 		answer(t, john, answered, "done")
 		waiting := testkit.Ask(t, umar, "john", "a question still waiting")
-		if code, _, stderr := runInProcess(t.Context(), env, testUserPassword+"\n", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 0 {
+		if code, _, stderr := runInProcess(t.Context(), env, team.UserPassword+"\n", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 0 {
 			t.Fatalf("login = %d: %s", code, stderr)
 		}
 		fresh := testkit.Ask(t, john, "umar", "asked after the login")

@@ -225,6 +225,16 @@ func (e *HTTPError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status,
 func (c *Client) rpc(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	notify := strings.HasPrefix(method, "notifications/")
 	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if p, ok := params.(map[string]any); ok && !notify {
+		// Who is calling, on every request as protocol 2026-07-28 does, so a
+		// relay's logs (and the acceptance tests) can tell the clients apart.
+		// Without a protocolVersion key the relay still treats the request
+		// as 2025-11-25.
+		p["_meta"] = map[string]any{
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": c.opts.Name, "version": c.opts.Version},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		}
+	}
 	if params != nil {
 		msg["params"] = params
 	}

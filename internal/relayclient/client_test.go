@@ -39,6 +39,11 @@ func fakeRelay(t *testing.T, sse bool, headers chan<- http.Header) *httptest.Ser
 			Method string `json:"method"`
 			Params struct {
 				Name string `json:"name"`
+				Meta struct {
+					ClientInfo struct {
+						Name string `json:"name"`
+					} `json:"io.modelcontextprotocol/clientInfo"`
+				} `json:"_meta"`
 			} `json:"params"`
 		}
 		body, _ := io.ReadAll(r.Body)
@@ -47,7 +52,9 @@ func fakeRelay(t *testing.T, sse bool, headers chan<- http.Header) *httptest.Ser
 			return
 		}
 		if headers != nil {
-			headers <- r.Header.Clone()
+			h := r.Header.Clone()
+			h.Set("X-Test-Meta-Client", msg.Params.Meta.ClientInfo.Name) // what the request's _meta named
+			headers <- h
 		}
 		if msg.ID == nil {
 			w.WriteHeader(http.StatusAccepted)
@@ -104,6 +111,9 @@ func TestClient(t *testing.T) {
 				h := <-headers
 				if h.Get("Authorization") != "Bearer tok-1" {
 					t.Errorf("request %d: Authorization %q", i, h.Get("Authorization"))
+				}
+				if i != 1 && h.Get("X-Test-Meta-Client") != "test" { // not on the notification
+					t.Errorf("request %d: _meta clientInfo name %q, want test", i, h.Get("X-Test-Meta-Client"))
 				}
 				if i > 0 && (h.Get("Mcp-Session-Id") != "s-1" || h.Get("Mcp-Protocol-Version") != ProtocolVersion) {
 					t.Errorf("request %d: session %q, protocol %q", i, h.Get("Mcp-Session-Id"), h.Get("Mcp-Protocol-Version"))

@@ -281,3 +281,6 @@ func Ask(t testing.TB, c *relayclient.Client, to, question string) int64 {
 	}
 	return res.MessageID
 }
+
+// Pair is the usual two-person team: organization acme with umar and john.
+var Pair = Team{AdminPassword: "testkit-admin-password-0123", UserPassword: "testkit-user-password-0123", Users: []string{"umar", "john"}}
