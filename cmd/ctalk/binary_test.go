@@ -4,50 +4,37 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// buildCtalk builds the real binary once per test with a known version.
-func buildCtalk(t *testing.T, version string) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: skipping the build of the real binary")
-	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command to build the binary: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "ctalk")
-	cmd := exec.CommandContext(t.Context(), gobin, "build", "-o", bin, "-ldflags", "-X main.version="+version, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+	"github.com/ctalk/ctalk/internal/testkit"
+)
 
 func TestBinary(t *testing.T) {
 	t.Parallel()
-	bin := buildCtalk(t, "v1.2.3-test")
+	bin := testkit.BuildCtalk(t, "v1.2.3-test")
 
 	t.Run("version", func(t *testing.T) {
 		out, err := exec.CommandContext(t.Context(), bin, "version").Output()
-		if got, want := string(out), "ctalk v1.2.3-test\n"; err != nil || got != want {
-			t.Errorf("ctalk version = %q, %v; want %q", got, err, want)
+		// The version from -ldflags, then the revision the build info recorded.
+		want := regexp.MustCompile(`^ctalk v1\.2\.3-test( \(rev [0-9a-f]{7}(, [0-9TZ:-]+)?(, modified)?\))?\n$`)
+		if got := string(out); err != nil || !want.MatchString(got) {
+			t.Errorf("ctalk version = %q, %v; want a match of %s", got, err, want)
 		}
 	})
 
 	t.Run("SIGTERM drains and exits 0", func(t *testing.T) {
 		const drain = 5 * time.Second
-		port := freePort(t)
+		port := testkit.FreePort(t)
 		dbPath := filepath.Join(t.TempDir(), "relay.sqlite3")
 		cmd := exec.Command(bin, "serve")
 		// The whole environment, so no DATABASE_URL leaks in from the test's.
 		cmd.Env = []string{"PORT=" + strconv.Itoa(port), "RELAY_DB_PATH=" + dbPath, "CTALK_SHUTDOWN_TIMEOUT=" + drain.String()}
-		var stderr syncBuffer
+		var stderr testkit.SyncBuffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start ctalk serve: %v", err)

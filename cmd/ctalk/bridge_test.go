@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,101 +18,31 @@ import (
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
+	"github.com/ctalk/ctalk/internal/credentials"
+	"github.com/ctalk/ctalk/internal/testkit"
 	"github.com/ctalk/ctalk/mcp"
 	"github.com/ctalk/ctalk/server"
 )
 
-const (
-	testAdminPassword = "bridge-admin-password-0123"
-	testUserPassword  = "bridge-user-password-0123"
-)
+// team is umar and john in acme.
+var team = testkit.Pair
 
-// startRelay serves a real relay over store on a local port until the test
-// ends and returns its MCP URL.
-func startRelay(t *testing.T, store db.Store) string {
+// callBridge calls a tool through the bridge's stdio client; it must succeed.
+func callBridge(t *testing.T, c *mcpclient.Client, tool string, args map[string]any, out any) *mcpgo.CallToolResult {
 	t.Helper()
-	ts := httptest.NewServer(server.Handler(server.Config{
-		Store: store, MCP: mcp.NewServer(store, mcp.Options{HashConcurrency: 4}),
-	}))
-	t.Cleanup(ts.Close)
-	return ts.URL + "/mcp"
-}
-
-// relayAs connects to the relay with a token ("" for none).
-func relayAs(t *testing.T, endpoint, token string) relayClient {
-	t.Helper()
-	c, err := connectRelay(t.Context(), endpoint, func() string { return token })
+	var req mcpgo.CallToolRequest
+	req.Params.Name, req.Params.Arguments = tool, args
+	res, err := c.CallTool(t.Context(), req)
 	if err != nil {
-		t.Fatalf("connect to the relay: %v", err)
+		t.Fatalf("%s through the bridge: %v", tool, err)
 	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// mustRelay calls a relay tool that must succeed.
-func mustRelay(t *testing.T, c relayClient, tool string, args map[string]any, out any) {
-	t.Helper()
-	if err := callRelay(t.Context(), c, tool, args, out); err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-}
-
-// seedTeam registers organization acme with umar and john (both with
-// testUserPassword) and returns a client logged in as umar.
-func seedTeam(t *testing.T, endpoint string) (umar relayClient) {
-	t.Helper()
-	anon := relayAs(t, endpoint, "")
-	mustRelay(t, anon, "register_organization", map[string]any{"org_id": "acme", "name": "Acme", "admin_password": testAdminPassword}, nil)
-	for _, u := range []string{"umar", "john"} {
-		mustRelay(t, anon, "register_user", map[string]any{
-			"org_id": "acme", "admin_password": testAdminPassword, "user_id": u,
-			"name": strings.ToUpper(u[:1]) + u[1:], "password": testUserPassword, "ownership": u + "-repo",
-		}, nil)
-	}
-	var login struct {
-		AuthToken string `json:"auth_token"`
-	}
-	mustRelay(t, anon, "login", map[string]any{"org_id": "acme", "user_id": "umar", "password": testUserPassword}, &login)
-	return relayAs(t, endpoint, login.AuthToken)
-}
-
-func askFrom(t *testing.T, c relayClient, to, question string) int64 {
-	t.Helper()
-	var res struct {
-		MessageID int64 `json:"message_id"`
-	}
-	mustRelay(t, c, "ask_person", map[string]any{"to_user_id": to, "question": question}, &res)
-	return res.MessageID
-}
-
-// buildBridgeCtalk builds the ctalk binary into a temporary directory.
-func buildBridgeCtalk(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ctalk")
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// homeEnv is a fresh home directory and the environment that points ctalk's
-// config directory into it.
-func homeEnv(t *testing.T) (home string, env []string) {
-	home = t.TempDir()
-	return home, []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config")}
-}
-
-// getenvOf turns an environment list into a getenv for run.
-func getenvOf(env []string) func(string) string {
-	return func(k string) string {
-		for _, kv := range slices.Backward(env) {
-			if name, v, ok := strings.Cut(kv, "="); ok && name == k {
-				return v
-			}
+	if out != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil || res.IsError {
+			t.Fatalf("%s through the bridge = %+v, %v", tool, res, err)
 		}
-		return ""
 	}
+	return res
 }
 
 // bridgeClient drives `ctalk stdio --relay` over stdin/stdout and collects
@@ -123,30 +50,13 @@ func getenvOf(env []string) func(string) string {
 type bridgeClient struct {
 	*mcpclient.Client
 	init   *mcpgo.InitializeResult
-	stderr *lockedLog
+	stderr *testkit.SyncBuffer
 	notes  chan mcpgo.JSONRPCNotification
-}
-
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedLog) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedLog) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func startBridge(t *testing.T, bin, endpoint string, env []string) *bridgeClient {
 	t.Helper()
-	b := &bridgeClient{stderr: &lockedLog{}, notes: make(chan mcpgo.JSONRPCNotification, 16)}
+	b := &bridgeClient{stderr: &testkit.SyncBuffer{}, notes: make(chan mcpgo.JSONRPCNotification, 16)}
 	c, err := mcpclient.NewStdioMCPClientWithOptions(bin, env, []string{"stdio", "--relay", endpoint},
 		transport.WithCommandStderrWriter(b.stderr))
 	if err != nil {
@@ -226,26 +136,26 @@ func toolsJSON(t *testing.T, tools []mcpgo.Tool) map[string]string {
 // arrives as a claude/channel notification, also after a restart.
 func TestBridge(t *testing.T) {
 	t.Parallel()
-	bin := buildBridgeCtalk(t)
+	bin := testkit.BuildCtalk(t, "")
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		endpoint := startRelay(t, s)
-		umar := seedTeam(t, endpoint)
-		home, env := homeEnv(t)
+		endpoint := testkit.ServeMCP(t, server.Handler(server.Config{Store: s, MCP: mcp.NewServer(s, mcp.Options{HashConcurrency: 4})}))
+		umar := team.Seed(t, endpoint)["umar"]
+		home, env := testkit.Home(t)
 
 		login := exec.CommandContext(t.Context(), bin, "login", "--relay", endpoint, "--org", "acme", "--user", "john")
 		login.Env = append(os.Environ(), env...)
-		login.Stdin = strings.NewReader(testUserPassword + "\n")
+		login.Stdin = strings.NewReader(team.UserPassword + "\n")
 		out, err := login.CombinedOutput()
 		if err != nil {
 			t.Fatalf("ctalk login: %v\n%s", err, out)
 		}
-		if strings.Contains(string(out), testUserPassword) {
+		if strings.Contains(string(out), team.UserPassword) {
 			t.Errorf("ctalk login printed the password: %s", out)
 		}
 		dir := filepath.Join(home, ".config", "ctalk")
 		checkMode(t, dir, 0o700)
-		checkMode(t, filepath.Join(dir, credentialsFile), 0o600)
-		cred, err := loadCredentials(dir, endpoint)
+		checkMode(t, filepath.Join(dir, credentials.File), 0o600)
+		cred, err := credentials.Load(dir, endpoint)
 		if err != nil || cred.Org != "acme" || cred.User != "john" || !strings.HasPrefix(cred.Token, "ctalk_") {
 			t.Fatalf("stored credentials = %+v, %v; want john's token for %s", cred, err, endpoint)
 		}
@@ -255,17 +165,35 @@ func TestBridge(t *testing.T) {
 			t.Errorf("bridge capabilities.experimental = %v, want %q", b.init.Capabilities.Experimental, channelCapability)
 		}
 
-		// Every relay tool, with the relay's schema.
-		relayTools, err := umar.ListTools(t.Context(), mcpgo.ListToolsRequest{})
+		// Every relay tool but login and logout, with the relay's schema.
+		relayRaw, err := umar.ListTools(t.Context())
 		if err != nil {
 			t.Fatal(err)
+		}
+		var relayTools []mcpgo.Tool
+		for _, raw := range relayRaw {
+			var tool mcpgo.Tool
+			if err := json.Unmarshal(raw, &tool); err != nil {
+				t.Fatal(err)
+			}
+			if tool.Name != "login" && tool.Name != "logout" {
+				relayTools = append(relayTools, tool)
+			}
 		}
 		bridgeTools, err := b.ListTools(t.Context(), mcpgo.ListToolsRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(toolsJSON(t, relayTools.Tools), toolsJSON(t, bridgeTools.Tools)); diff != "" {
-			t.Errorf("bridge tools differ from the relay's (-relay +bridge):\n%s", diff)
+		if diff := cmp.Diff(toolsJSON(t, relayTools), toolsJSON(t, bridgeTools.Tools)); diff != "" {
+			t.Errorf("bridge tools differ from the relay's less login and logout (-relay +bridge):\n%s", diff)
+		}
+		// Calling them anyway says what to run in a terminal; the token still works.
+		loginCmd := "ctalk login --relay " + endpoint + " --org acme --user john"
+		for _, tool := range []string{"login", "logout"} {
+			res := callBridge(t, b.Client, tool, map[string]any{"org_id": "acme", "user_id": "john", "password": "x"}, nil)
+			if text := resultText(res); !res.IsError || !strings.Contains(text, loginCmd) || !strings.Contains(text, "terminal") {
+				t.Errorf("%s through the bridge = %q (isError %v), want a refusal naming `%s` in a terminal", tool, text, res.IsError, loginCmd)
+			}
 		}
 
 		// Forwarded with the stored token: no auth_token argument needed.
@@ -273,7 +201,7 @@ func TestBridge(t *testing.T) {
 			UserID string `json:"user_id"`
 			OrgID  string `json:"org_id"`
 		}
-		mustRelay(t, b.Client, "whoami", map[string]any{}, &whoami)
+		callBridge(t, b.Client, "whoami", map[string]any{}, &whoami)
 		if whoami.UserID != "john" || whoami.OrgID != "acme" {
 			t.Errorf("whoami through the bridge = %+v, want john in acme", whoami)
 		}
@@ -281,7 +209,7 @@ func TestBridge(t *testing.T) {
 		// A question from another client arrives as a channel event.
 		time.Sleep(300 * time.Millisecond) // the bridge settles into waiting
 		sent := time.Now()
-		id := askFrom(t, umar, "john", "What is the retry logic in alpha-repo?")
+		id := testkit.Ask(t, umar, "john", "What is the retry logic in alpha-repo?")
 		content, meta := b.channelEvent(t, 5*time.Second)
 		t.Logf("%s: channel notification %v after the question was asked", s.Backend(), time.Since(sent).Round(time.Millisecond))
 		if want := "Umar (umar) asks you (message 1): What is the retry logic in alpha-repo?"; content != want {
@@ -295,28 +223,56 @@ func TestBridge(t *testing.T) {
 			t.Errorf("message id = %d, want 1", id)
 		}
 		// The cursor moves once the notification is written: just after we read it.
-		cursors := newCursorFile(dir, "channel", cred)
-		for deadline := time.Now().Add(2 * time.Second); cursors.load() != "1" && time.Now().Before(deadline); {
+		cursors := credentials.NewCursor(dir, "channel", cred)
+		for deadline := time.Now().Add(2 * time.Second); cursors.Load() != "1" && time.Now().Before(deadline); {
 			time.Sleep(10 * time.Millisecond)
 		}
-		if got := cursors.load(); got != "1" {
+		if got := cursors.Load(); got != "1" {
 			t.Errorf("stored channel cursor = %q, want 1 (past the event just written)", got)
 		}
 
 		// Stopped, the bridge misses nothing: a question asked meanwhile
 		// arrives when it starts again, and the first does not repeat.
 		b.Close()
-		askFrom(t, umar, "john", "Asked while your bridge was down")
+		testkit.Ask(t, umar, "john", "Asked while your bridge was down")
 		b = startBridge(t, bin, endpoint, env)
 		content, _ = b.channelEvent(t, 5*time.Second)
 		if want := "Umar (umar) asks you (message 2): Asked while your bridge was down"; content != want {
 			t.Errorf("after a restart, channel content = %q, want %q", content, want)
 		}
 		b.noChannelEvent(t, 500*time.Millisecond)
+
+		// Once the token is revoked, a call through the bridge says which
+		// terminal command fixes it.
+		if err := team.Connect(t, endpoint, cred.Token).Call(t.Context(), "logout", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		res := callBridge(t, b.Client, "whoami", map[string]any{}, nil)
+		if text := resultText(res); !res.IsError || !strings.Contains(text, "invalid, expired or revoked") ||
+			!strings.Contains(text, "`"+loginCmd+"` in a terminal") {
+			t.Errorf("whoami through the bridge with a revoked token = %q, want the relay's error and `%s` in a terminal", text, loginCmd)
+		}
 		if strings.Contains(b.stderr.String(), cred.Token) {
 			t.Errorf("the bridge logged the token")
 		}
 	})
+}
+
+// Claude Code's channel contract, as the bridge must speak it.
+const (
+	channelMethod     = "notifications/claude/channel"
+	channelCapability = "claude/channel"
+)
+
+// resultText is a tool result's text content.
+func resultText(res *mcpgo.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := mcpgo.AsTextContent(c); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 func checkMode(t *testing.T, path string, want os.FileMode) {
@@ -332,32 +288,13 @@ func checkMode(t *testing.T, path string, want os.FileMode) {
 
 func TestBridgeNeedsALogin(t *testing.T) {
 	t.Parallel()
-	_, env := homeEnv(t)
+	_, env := testkit.Home(t)
 	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), []string{"stdio", "--relay", "https://relay.example/mcp"}, getenvOf(env), strings.NewReader(""), &stdout, &stderr)
+	code := run(t.Context(), []string{"stdio", "--relay", "https://relay.example/mcp"}, testkit.Getenv(env), strings.NewReader(""), &stdout, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), "not logged in: run ctalk login --relay https://relay.example/mcp") {
 		t.Errorf("stdio --relay without a login = %d, stderr %q; want 1 and how to log in", code, stderr.String())
 	}
 	if stdout.Len() != 0 {
 		t.Errorf("stdout = %q, want nothing (it is the MCP channel)", stdout.String())
-	}
-}
-
-func TestRelayURL(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ in, want, err string }{
-		{"https://ctalk.example.com/mcp", "https://ctalk.example.com/mcp", ""},
-		{"https://ctalk.example.com", "https://ctalk.example.com/mcp", ""},
-		{"https://ctalk.example.com/", "https://ctalk.example.com/mcp", ""},
-		{"http://127.0.0.1:8000/mcp", "http://127.0.0.1:8000/mcp", ""},
-		{"http://localhost:8000", "http://localhost:8000/mcp", ""},
-		{"http://ctalk.example.com/mcp", "", "use https"},
-		{"ctalk.example.com", "", "is not a URL"},
-		{"", "", "--relay is required"},
-	} {
-		got, err := relayURL(tc.in)
-		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
-			t.Errorf("relayURL(%q) = %q, %v; want %q, error containing %q", tc.in, got, err, tc.want, tc.err)
-		}
 	}
 }

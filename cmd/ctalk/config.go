@@ -126,3 +126,20 @@ func checkSQLitePath(path string) error {
 func (c config) dbConfig() db.Config {
 	return db.Config{DatabaseURL: c.DatabaseURL, SQLitePath: c.SQLitePath}
 }
+
+// describeDB names the database in use for the log: the SQLite file's
+// absolute path, or PostgreSQL's host, port and database, never a password.
+func (c config) describeDB() string {
+	if c.DatabaseURL == "" {
+		if abs, err := filepath.Abs(c.SQLitePath); err == nil {
+			return "sqlite " + abs
+		}
+		return "sqlite " + c.SQLitePath
+	}
+	pc, err := db.ParsePostgresURL(c.DatabaseURL)
+	if err != nil {
+		return "postgres (unparseable DATABASE_URL)"
+	}
+	cc := pc.ConnConfig
+	return fmt.Sprintf("postgres %s:%d/%s", cc.Host, cc.Port, cc.Database)
+}

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/ctalk/ctalk/db/dbtest"
+	"github.com/ctalk/ctalk/internal/relayclient"
+	"github.com/ctalk/ctalk/internal/testkit"
 )
 
 const faultAdminPassword = "fault-admin-password-0123"
@@ -34,7 +36,7 @@ type serveProc struct {
 	cmd    *exec.Cmd
 	base   string // http://127.0.0.1:PORT
 	port   int
-	stderr *syncBuffer
+	stderr *testkit.SyncBuffer
 	exited chan int // the exit code, once
 }
 
@@ -42,7 +44,7 @@ type serveProc struct {
 // and waits until /health answers.
 func startServe(t *testing.T, bin string, env ...string) *serveProc {
 	t.Helper()
-	p := &serveProc{port: freePort(t), stderr: &syncBuffer{}, exited: make(chan int, 1)}
+	p := &serveProc{port: testkit.FreePort(t), stderr: &testkit.SyncBuffer{}, exited: make(chan int, 1)}
 	p.base = "http://127.0.0.1:" + strconv.Itoa(p.port)
 	p.cmd = exec.Command(bin, "serve")
 	p.cmd.Env = append([]string{"PORT=" + strconv.Itoa(p.port)}, env...)
@@ -63,41 +65,16 @@ func faultClient() *http.Client {
 
 // faultTeam registers organization acme with the users and returns a
 // logged-in connection for each, all through MCP.
-func faultTeam(t *testing.T, base string, hc *http.Client, users ...string) map[string]*mcpConn {
+func faultTeam(t *testing.T, base string, hc *http.Client, users ...string) map[string]*relayclient.Client {
 	t.Helper()
-	ctx := t.Context()
-	anon := &mcpConn{endpoint: base + "/mcp", client: hc}
-	if err := anon.initialize(ctx); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	if err := anon.must(ctx, "register_organization", map[string]any{"org_id": "acme", "name": "Acme", "admin_password": faultAdminPassword}, nil); err != nil {
-		t.Fatal(err)
-	}
-	conns := map[string]*mcpConn{}
-	for _, u := range users {
-		if err := anon.must(ctx, "register_user", map[string]any{"org_id": "acme", "admin_password": faultAdminPassword,
-			"user_id": u, "name": "User " + u, "password": faultAdminPassword, "ownership": u}, nil); err != nil {
-			t.Fatal(err)
-		}
-		var login struct {
-			AuthToken string `json:"auth_token"`
-		}
-		if err := anon.must(ctx, "login", map[string]any{"org_id": "acme", "user_id": u, "password": faultAdminPassword}, &login); err != nil {
-			t.Fatal(err)
-		}
-		conns[u] = &mcpConn{endpoint: base + "/mcp", client: hc, bearer: login.AuthToken}
-		if err := conns[u].initialize(ctx); err != nil {
-			t.Fatalf("initialize as %s: %v", u, err)
-		}
-	}
-	return conns
+	return testkit.Team{AdminPassword: faultAdminPassword, UserPassword: faultAdminPassword, Users: users, HTTPClient: hc}.Seed(t, base+"/mcp")
 }
 
 // reconnect is the same user's connection to another running relay.
-func reconnect(t *testing.T, c *mcpConn, base string) *mcpConn {
+func reconnect(t *testing.T, c *relayclient.Client, base string) *relayclient.Client {
 	t.Helper()
-	n := &mcpConn{endpoint: base + "/mcp", client: c.client, bearer: c.bearer}
-	if err := n.initialize(t.Context()); err != nil {
+	n, err := c.Reconnect(t.Context(), base+"/mcp")
+	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
 	return n
@@ -121,7 +98,7 @@ func (l *askLog) count() int {
 
 // askUntil asks questions to u0 until stop closes or the relay stops
 // answering; each question is unique.
-func askUntil(ctx context.Context, c *mcpConn, prefix string, l *askLog, stop <-chan struct{}) {
+func askUntil(ctx context.Context, c *relayclient.Client, prefix string, l *askLog, stop <-chan struct{}) {
 	for i := 0; ; i++ {
 		select {
 		case <-stop:
@@ -132,21 +109,21 @@ func askUntil(ctx context.Context, c *mcpConn, prefix string, l *askLog, stop <-
 		l.mu.Lock()
 		l.pending[q] = true
 		l.mu.Unlock()
-		res, err := c.callTool(ctx, "ask_person", map[string]any{"to_user_id": "u0", "question": q})
+		res, err := c.CallTool(ctx, "ask_person", map[string]any{"to_user_id": "u0", "question": q})
 		l.mu.Lock()
 		switch {
 		case err != nil: // the relay went away: the question stays pending
 			l.mu.Unlock()
 			return
-		case res.isError:
+		case res.IsError:
 			delete(l.pending, q)
-			l.refused = append(l.refused, res.text)
+			l.refused = append(l.refused, res.Text)
 		default:
 			var out struct {
 				MessageID int64 `json:"message_id"`
 			}
-			if jsonErr := json.Unmarshal(res.structured, &out); jsonErr != nil || out.MessageID == 0 {
-				l.refused = append(l.refused, "undecodable ask_person result: "+string(res.structured))
+			if jsonErr := json.Unmarshal(res.Structured, &out); jsonErr != nil || out.MessageID == 0 {
+				l.refused = append(l.refused, "undecodable ask_person result: "+string(res.Structured))
 			}
 			delete(l.pending, q)
 			l.acked[q] = out.MessageID
@@ -156,7 +133,7 @@ func askUntil(ctx context.Context, c *mcpConn, prefix string, l *askLog, stop <-
 }
 
 // inbox reads every question in c's inbox, page by page: question → ids.
-func inbox(t *testing.T, c *mcpConn) map[string][]int64 {
+func inbox(t *testing.T, c *relayclient.Client) map[string][]int64 {
 	t.Helper()
 	got := map[string][]int64{}
 	for after := int64(0); ; {
@@ -167,7 +144,7 @@ func inbox(t *testing.T, c *mcpConn) map[string][]int64 {
 			} `json:"questions"`
 			More bool `json:"more"`
 		}
-		if err := c.must(t.Context(), "check_inbox", map[string]any{"after_message_id": after}, &page); err != nil {
+		if err := c.Call(t.Context(), "check_inbox", map[string]any{"after_message_id": after}, &page); err != nil {
 			t.Fatalf("check_inbox after %d: %v", after, err)
 		}
 		for _, q := range page.Questions {
@@ -222,7 +199,7 @@ func integrityCheck(t *testing.T, path string) {
 // stored and readable, none twice.
 func TestKill9(t *testing.T) {
 	t.Parallel()
-	bin := buildCtalk(t, "fault")
+	bin := testkit.BuildCtalk(t, "fault")
 	dbPath := filepath.Join(t.TempDir(), "relay.sqlite3")
 	env := []string{"RELAY_DB_PATH=" + dbPath}
 	hc := faultClient()
@@ -386,84 +363,6 @@ func TestSQLiteSyncHelper(t *testing.T) {
 	wg.Wait()
 }
 
-// tcpProxy forwards a local port to a target address and can go down (close
-// the listener and every connection) and come back up on the same port: a
-// PostgreSQL restart, as ctalk sees it.
-type tcpProxy struct {
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  map[net.Conn]bool
-}
-
-func newTCPProxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	p := &tcpProxy{target: target, conns: map[net.Conn]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(p.down)
-	return p
-}
-
-func (p *tcpProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[c], p.conns[u] = true, true
-			p.mu.Unlock()
-			go func() { io.Copy(u, c); u.Close() }()
-			go func() { io.Copy(c, u); c.Close() }()
-		}
-	}()
-}
-
-// down closes the listener and every connection through the proxy.
-func (p *tcpProxy) down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
-}
-
-// up listens on the same address again.
-func (p *tcpProxy) up(t *testing.T) {
-	t.Helper()
-	var ln net.Listener
-	var err error
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if ln, err = net.Listen("tcp", p.addr); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("proxy up on %s: %v", p.addr, err)
-	}
-	p.serve(ln)
-}
-
 // callRecord is one timed tool call.
 type callRecord struct {
 	start, end time.Time
@@ -483,17 +382,17 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := newTCPProxy(t, u.Host)
-	u.Host = proxy.addr
-	port := freePort(t)
+	proxy := testkit.NewTCPProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	port := testkit.FreePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr testkit.SyncBuffer
 	exited := make(chan int, 1)
 	go func() {
 		exited <- run(ctx, []string{"serve"}, env{"PORT": strconv.Itoa(port), "DATABASE_URL": u.String()}.getenv,
-			strings.NewReader(""), &syncBuffer{}, &stderr)
+			strings.NewReader(""), &testkit.SyncBuffer{}, &stderr)
 	}()
 	waitHealthy(t, base, exited)
 	hc := faultClient()
@@ -519,10 +418,10 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 					tool, args = "whoami", map[string]any{}
 				}
 				r := callRecord{start: time.Now()}
-				res, err := conn.callTool(t.Context(), tool, args)
+				res, err := conn.CallTool(t.Context(), tool, args)
 				r.end, r.err = time.Now(), err
 				if res != nil {
-					r.isError, r.text = res.isError, res.text
+					r.isError, r.text = res.IsError, res.Text
 				}
 				mu.Lock()
 				calls = append(calls, r)
@@ -533,11 +432,11 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	downAt := time.Now()
-	proxy.down()
+	proxy.Down()
 	time.Sleep(5 * time.Second)
 	healthDown := healthStatus(base)
 	upAt := time.Now()
-	proxy.up(t)
+	proxy.Up(t)
 	time.Sleep(6 * time.Second)
 	close(stop)
 	wg.Wait()
@@ -614,7 +513,7 @@ func healthStatus(base string) int {
 // is stored.
 func TestSIGTERMUnderLoad(t *testing.T) {
 	t.Parallel()
-	bin := buildCtalk(t, "fault")
+	bin := testkit.BuildCtalk(t, "fault")
 	const drain = 5 * time.Second
 	const waitSeconds = 3
 	dbPath := filepath.Join(t.TempDir(), "relay.sqlite3")
@@ -638,10 +537,10 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	for _, w := range []string{"w1", "w2"} {
 		go func() {
 			r := callRecord{start: time.Now()}
-			res, err := conns[w].callTool(t.Context(), "wait_for_messages", map[string]any{"timeout_seconds": waitSeconds, "cursor": "latest"})
+			res, err := conns[w].CallTool(t.Context(), "wait_for_messages", map[string]any{"timeout_seconds": waitSeconds, "cursor": "latest"})
 			r.end, r.err = time.Now(), err
 			if res != nil {
-				r.isError, r.text = res.isError, res.text
+				r.isError, r.text = res.IsError, res.Text
 			}
 			waits <- r
 		}()
@@ -757,15 +656,17 @@ func remount(dir, mode string) error {
 
 // serveInProcess runs `ctalk serve` in this process until stop, which
 // returns its exit code.
-func serveInProcess(t *testing.T, e env) (base string, stderr *syncBuffer, stop func() int) {
+func serveInProcess(t *testing.T, e env) (base string, stderr *testkit.SyncBuffer, stop func() int) {
 	t.Helper()
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	e["PORT"] = strconv.Itoa(port)
 	base = "http://127.0.0.1:" + strconv.Itoa(port)
 	ctx, cancel := context.WithCancel(t.Context())
-	stderr = &syncBuffer{}
+	stderr = &testkit.SyncBuffer{}
 	exited := make(chan int, 1)
-	go func() { exited <- run(ctx, []string{"serve"}, e.getenv, strings.NewReader(""), &syncBuffer{}, stderr) }()
+	go func() {
+		exited <- run(ctx, []string{"serve"}, e.getenv, strings.NewReader(""), &testkit.SyncBuffer{}, stderr)
+	}()
 	waitHealthy(t, base, exited)
 	var once sync.Once
 	code := 0
@@ -817,17 +718,17 @@ func TestSQLiteDiskFull(t *testing.T) {
 	conns := faultTeam(t, base, faultClient(), "u0", "u1")
 	l := newAskLog()
 	long := strings.TrimSpace(strings.Repeat("Why does the retry loop back off like this? ", 80)) // ~3.5 KB
-	ask := func(i int) *toolResult {
+	ask := func(i int) *relayclient.Result {
 		q := fmt.Sprintf("question %d: %s", i, long)
-		res, err := conns["u1"].callTool(t.Context(), "ask_person", map[string]any{"to_user_id": "u0", "question": q})
+		res, err := conns["u1"].CallTool(t.Context(), "ask_person", map[string]any{"to_user_id": "u0", "question": q})
 		if err != nil {
 			t.Fatalf("ask %d: transport error %v, want a tool result", i, err)
 		}
-		if !res.isError {
+		if !res.IsError {
 			var out struct {
 				MessageID int64 `json:"message_id"`
 			}
-			json.Unmarshal(res.structured, &out)
+			json.Unmarshal(res.Structured, &out)
 			l.mu.Lock()
 			l.acked[q] = out.MessageID
 			l.mu.Unlock()
@@ -835,8 +736,8 @@ func TestSQLiteDiskFull(t *testing.T) {
 		return res
 	}
 	for i := range 20 {
-		if res := ask(i); res.isError {
-			t.Fatalf("ask %d before the disk filled: %s", i, res.text)
+		if res := ask(i); res.IsError {
+			t.Fatalf("ask %d before the disk filled: %s", i, res.Text)
 		}
 	}
 	filler := filepath.Join(dir, "filler")
@@ -856,10 +757,10 @@ func TestSQLiteDiskFull(t *testing.T) {
 	f.Close()
 	failed := 0
 	for i := 20; i < 220; i++ {
-		if res := ask(i); res.isError {
+		if res := ask(i); res.IsError {
 			failed++
-			if !strings.Contains(res.text, "database is unavailable") {
-				t.Errorf("ask on a full disk = %q, want the tool error saying the database is unavailable", res.text)
+			if !strings.Contains(res.Text, "database is unavailable") {
+				t.Errorf("ask on a full disk = %q, want the tool error saying the database is unavailable", res.Text)
 			}
 		}
 	}
@@ -882,7 +783,7 @@ func TestSQLiteDiskFull(t *testing.T) {
 	os.Remove(filler)
 	var recovered bool
 	for i := 220; i < 240 && !recovered; i++ {
-		recovered = !ask(i).isError
+		recovered = !ask(i).IsError
 	}
 	if !recovered {
 		t.Errorf("asks still fail after the disk was freed, want them to succeed without a restart")
@@ -917,7 +818,7 @@ func TestSQLiteReadOnlyLocation(t *testing.T) {
 		var out struct {
 			MessageID int64 `json:"message_id"`
 		}
-		if err := conns["u1"].must(t.Context(), "ask_person", map[string]any{"to_user_id": "u0", "question": q}, &out); err != nil {
+		if err := conns["u1"].Call(t.Context(), "ask_person", map[string]any{"to_user_id": "u0", "question": q}, &out); err != nil {
 			t.Fatal(err)
 		}
 		l.acked[q] = out.MessageID
@@ -940,7 +841,7 @@ func TestSQLiteReadOnlyLocation(t *testing.T) {
 	}
 	for _, path := range []string{dbPath, filepath.Join(dir, "new.sqlite3")} {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-		code, _, stderr := runCtalk(t, ctx, env{"RELAY_DB_PATH": path, "PORT": strconv.Itoa(freePort(t))}, "serve")
+		code, _, stderr := runCtalk(t, ctx, env{"RELAY_DB_PATH": path, "PORT": strconv.Itoa(testkit.FreePort(t))}, "serve")
 		cancel()
 		if code != 1 || !strings.Contains(stderr, "RELAY_DB_PATH") || !strings.Contains(stderr, "not writable") {
 			t.Errorf("ctalk serve on read-only %s = exit %d, stderr %q; want exit 1 naming RELAY_DB_PATH as not writable", path, code, stderr)
@@ -964,17 +865,17 @@ func TestSQLiteReadOnlyLocation(t *testing.T) {
 // CTALK_SHUTDOWN_TIMEOUT.
 func TestSIGTERMLongPoll(t *testing.T) {
 	t.Parallel()
-	bin := buildCtalk(t, "fault")
+	bin := testkit.BuildCtalk(t, "fault")
 	const drain = 2 * time.Second
 	p := startServe(t, bin, "RELAY_DB_PATH="+filepath.Join(t.TempDir(), "relay.sqlite3"), "CTALK_SHUTDOWN_TIMEOUT="+drain.String())
 	conns := faultTeam(t, p.base, faultClient(), "w1")
 	done := make(chan callRecord, 1)
 	go func() {
 		r := callRecord{start: time.Now()}
-		res, err := conns["w1"].callTool(t.Context(), "wait_for_messages", map[string]any{"timeout_seconds": 30, "cursor": "latest"})
+		res, err := conns["w1"].CallTool(t.Context(), "wait_for_messages", map[string]any{"timeout_seconds": 30, "cursor": "latest"})
 		r.end, r.err = time.Now(), err
 		if res != nil {
-			r.isError, r.text = res.isError, res.text
+			r.isError, r.text = res.IsError, res.Text
 		}
 		done <- r
 	}()

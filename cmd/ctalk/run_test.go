@@ -1,34 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/ctalk/ctalk/internal/testkit"
 )
-
-// syncBuffer is a bytes.Buffer that a running command and the test may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // env is a fake environment: getenv reads only these variables.
 type env map[string]string
@@ -38,7 +21,7 @@ func (e env) getenv(name string) string { return e[name] }
 // runCtalk runs the command to completion with env as its whole environment.
 func runCtalk(t *testing.T, ctx context.Context, e env, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errOut syncBuffer
+	var out, errOut testkit.SyncBuffer
 	code = run(ctx, args, e.getenv, strings.NewReader(""), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
@@ -47,17 +30,6 @@ func runCtalk(t *testing.T, ctx context.Context, e env, args ...string) (code in
 func sqliteEnv(t *testing.T) env {
 	t.Helper()
 	return env{"RELAY_DB_PATH": filepath.Join(t.TempDir(), "relay.sqlite3")}
-}
-
-// freePort returns a TCP port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", ":0")
-	if err != nil {
-		t.Fatalf("Listen: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // oneLine fails unless s is exactly one non-empty line.
@@ -85,10 +57,12 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+func TestMain(m *testing.M) { testkit.Main(m) }
+
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	code, stdout, stderr := runCtalk(t, t.Context(), env{}, "version")
-	if want := "ctalk " + version + "\n"; code != 0 || stdout != want || stderr != "" {
+	if want := versionLine + "\n"; code != 0 || stdout != want || !strings.HasPrefix(stdout, "ctalk "+version) || stderr != "" {
 		t.Errorf("ctalk version = exit %d, stdout %q, stderr %q; want exit 0, %q", code, stdout, stderr, want)
 	}
 }
@@ -188,8 +162,8 @@ func TestReadOnlyDatabasePath(t *testing.T) {
 
 func TestUnreachableDatabase(t *testing.T) {
 	t.Parallel()
-	e := env{"PORT": strconv.Itoa(freePort(t)),
-		"DATABASE_URL": "postgres://ctalk:" + secret + "@127.0.0.1:" + strconv.Itoa(freePort(t)) + "/ctalk?connect_timeout=5"}
+	e := env{"PORT": strconv.Itoa(testkit.FreePort(t)),
+		"DATABASE_URL": "postgres://ctalk:" + secret + "@127.0.0.1:" + strconv.Itoa(testkit.FreePort(t)) + "/ctalk?connect_timeout=5"}
 	code, stdout, stderr := runCtalk(t, t.Context(), e, "serve")
 	if code == 0 || stdout != "" {
 		t.Errorf("ctalk serve with no database listening = exit %d, stdout %q; want a failure", code, stdout)
@@ -213,5 +187,38 @@ func TestPortInUse(t *testing.T) {
 	code, _, stderr := runCtalk(t, t.Context(), e, "serve")
 	if want := "port " + strconv.Itoa(port) + " is in use"; code == 0 || !strings.Contains(stderr, want) {
 		t.Errorf("ctalk serve on a taken port = exit %d, stderr %q; want a failure saying %q", code, stderr, want)
+	}
+}
+
+func TestResolveVersion(t *testing.T) {
+	t.Parallel()
+	vcs := []debug.BuildSetting{{Key: "vcs.revision", Value: "abc1234def5678"}, {Key: "vcs.time", Value: "2026-11-30T10:00:00Z"}}
+	for _, tc := range []struct {
+		ldflags string
+		bi      *debug.BuildInfo
+		want    string
+	}{
+		{"", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: vcs}, "ctalk v1.2.3 (rev abc1234, 2026-11-30T10:00:00Z)"},
+		{"", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"},
+			Settings: append(vcs, debug.BuildSetting{Key: "vcs.modified", Value: "true"})}, "ctalk (devel) (rev abc1234, 2026-11-30T10:00:00Z, modified)"},
+		{"v9.9.9", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "ctalk v9.9.9"},
+		{"", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "ctalk v1.2.3"},
+		{"", nil, "ctalk (devel)"},
+	} {
+		if _, got := resolveVersion(tc.ldflags, tc.bi); got != tc.want {
+			t.Errorf("resolveVersion(%q, %+v) = %q, want %q", tc.ldflags, tc.bi, got, tc.want)
+		}
+	}
+}
+
+func TestDescribeDB(t *testing.T) {
+	t.Parallel()
+	c := config{DatabaseURL: "postgres://ctalk:" + secret + "@db.example:6543/relay?sslmode=disable"}
+	if got, want := c.describeDB(), "postgres db.example:6543/relay"; got != want {
+		t.Errorf("describeDB = %q, want %q", got, want)
+	}
+	c = config{SQLitePath: "relay.sqlite3"}
+	if got := c.describeDB(); !strings.HasPrefix(got, "sqlite /") || !strings.HasSuffix(got, "/relay.sqlite3") {
+		t.Errorf("describeDB = %q, want the SQLite file's absolute path", got)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
+	"github.com/ctalk/ctalk/internal/testkit"
 	ctalksql "github.com/ctalk/ctalk/sql"
 )
 
@@ -53,12 +55,12 @@ func waitHealthy(t *testing.T, base string, exited <-chan int) {
 func TestServe(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachConfig(t, func(t *testing.T, cfg db.Config) {
-		port := freePort(t)
+		port := testkit.FreePort(t)
 		e := backendEnv(cfg)
 		e["PORT"] = strconv.Itoa(port)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		var stdout, stderr syncBuffer
+		var stdout, stderr testkit.SyncBuffer
 		exited := make(chan int, 1)
 		go func() { exited <- run(ctx, []string{"serve"}, e.getenv, strings.NewReader(""), &stdout, &stderr) }()
 
@@ -86,6 +88,18 @@ func TestServe(t *testing.T) {
 		}
 		if !strings.Contains(stderr.String(), "ctalk stopped") {
 			t.Errorf("ctalk serve log lacks the clean-stop line:\n%s", stderr.String())
+		}
+		// The first line names the URL to add and the database, never its password.
+		wantDB := "database=\"sqlite " + cfg.SQLitePath + "\""
+		if cfg.DatabaseURL != "" {
+			pc, _ := db.ParsePostgresURL(cfg.DatabaseURL)
+			wantDB = fmt.Sprintf("database=\"postgres %s:%d/%s\"", pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database)
+			if pw := pc.ConnConfig.Password; pw != "" && strings.Contains(stderr.String(), pw) {
+				t.Errorf("ctalk serve logged the database password:\n%s", stderr.String())
+			}
+		}
+		if log := stderr.String(); !strings.Contains(log, "mcp_url="+base+"/mcp") || !strings.Contains(log, wantDB) {
+			t.Errorf("ctalk serve log lacks mcp_url=%s/mcp or %s:\n%s", base, wantDB, log)
 		}
 		if _, err := http.Get(base + "/health"); err == nil {
 			t.Errorf("GET /health after serve returned: err = nil, want connection refused")
@@ -216,7 +230,7 @@ func TestStdio(t *testing.T) {
 `
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testkit.SyncBuffer
 	code := run(ctx, []string{"stdio"}, sqliteEnv(t).getenv, strings.NewReader(in), &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("ctalk stdio = exit %d, stderr %q", code, stderr.String())

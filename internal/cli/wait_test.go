@@ -1,8 +1,9 @@
-package main
+package cli
 
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,12 +11,31 @@ import (
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
+	"github.com/ctalk/ctalk/internal/credentials"
+	"github.com/ctalk/ctalk/internal/relayclient"
+	"github.com/ctalk/ctalk/internal/testkit"
+	"github.com/ctalk/ctalk/mcp"
+	"github.com/ctalk/ctalk/server"
 )
 
-// runInProcess runs the command in process and returns its exit code and output.
+// team is umar and john in acme.
+var team = testkit.Pair
+
+// startRelay serves a real relay over store until the test ends and
+// returns its MCP URL.
+func startRelay(t *testing.T, store db.Store) string {
+	t.Helper()
+	return testkit.ServeMCP(t, server.Handler(server.Config{
+		Store: store, MCP: mcp.NewServer(store, mcp.Options{HashConcurrency: 4}),
+	}))
+}
+
+// runInProcess runs a command of this package as ctalk would, with env as
+// its whole environment, and returns its exit code and output.
 func runInProcess(ctx context.Context, env []string, stdin string, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	code = run(ctx, args, getenvOf(env), strings.NewReader(stdin), &out, &errb)
+	c, rest := Find(Commands("test"), args)
+	code = c.Run(ctx, &IO{Getenv: testkit.Getenv(env), Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb}, rest)
 	return code, out.String(), errb.String()
 }
 
@@ -27,13 +47,13 @@ func TestWait(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
 		endpoint := startRelay(t, s)
-		umar := seedTeam(t, endpoint)
-		home, env := homeEnv(t)
+		umar := team.Seed(t, endpoint)["umar"]
+		home, env := testkit.Home(t)
 
 		if code, _, stderr := runInProcess(t.Context(), env, "", "wait", "--timeout", "1s"); code != 1 || !strings.Contains(stderr, "not logged in") {
 			t.Errorf("wait before login = %d, %q; want 1 and how to log in", code, stderr)
 		}
-		if code, _, stderr := runInProcess(t.Context(), env, testUserPassword+"\n", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 0 {
+		if code, _, stderr := runInProcess(t.Context(), env, team.UserPassword+"\n", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 0 {
 			t.Fatalf("login = %d: %s", code, stderr)
 		}
 		if code, _, stderr := runInProcess(t.Context(), env, "", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 1 || !strings.Contains(stderr, "no password") {
@@ -63,7 +83,7 @@ func TestWait(t *testing.T) {
 		}()
 		time.Sleep(time.Second)
 		sent := time.Now()
-		askFrom(t, umar, "john", "What is the retry\nlogic?")
+		testkit.Ask(t, umar, "john", "What is the retry\nlogic?")
 		r := <-done
 		t.Logf("%s: ctalk wait exited %v after the question was asked", s.Backend(), r.at.Sub(sent).Round(time.Millisecond))
 		if r.code != 2 {
@@ -83,8 +103,8 @@ func TestWait(t *testing.T) {
 			t.Errorf("wait after reporting message 1 = %d, %q; want 0", code, stderr)
 		}
 		// Events that came while no hook ran are reported at the next run.
-		askFrom(t, umar, "john", "second")
-		askFrom(t, umar, "john", "third")
+		testkit.Ask(t, umar, "john", "second")
+		testkit.Ask(t, umar, "john", "third")
 		code, _, stderr = runInProcess(t.Context(), env, "", "wait", "--timeout", "10s")
 		if code != 2 || !strings.Contains(stderr, "(message 2)") || !strings.Contains(stderr, "And 1 more") {
 			t.Errorf("wait with two waiting questions = %d, %q; want 2, message 2 and one more", code, stderr)
@@ -94,18 +114,66 @@ func TestWait(t *testing.T) {
 		}
 
 		// Logging out revokes the token at the relay and forgets it here.
-		cred, err := loadCredentials(filepath.Join(home, ".config", "ctalk"), endpoint)
+		cred, err := credentials.Load(filepath.Join(home, ".config", "ctalk"), endpoint)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if code, _, stderr := runInProcess(t.Context(), env, "", "logout"); code != 0 {
 			t.Fatalf("logout = %d, %q", code, stderr)
 		}
-		if err := callRelay(t.Context(), relayAs(t, endpoint, cred.Token), "whoami", map[string]any{}, nil); err == nil {
+		if err := team.Connect(t, endpoint, cred.Token).Call(t.Context(), "whoami", nil, nil); err == nil {
 			t.Errorf("whoami with the token after logout succeeded, want it revoked")
 		}
 		if code, _, stderr := runInProcess(t.Context(), env, "", "wait", "--timeout", "1s"); code != 1 || !strings.Contains(stderr, "not logged in") {
 			t.Errorf("wait after logout = %d, %q; want 1 and how to log in", code, stderr)
+		}
+	})
+}
+
+// answer answers message id as c, as an approved reply.
+func answer(t *testing.T, c *relayclient.Client, id int64, text string) {
+	t.Helper()
+	if err := c.Call(t.Context(), "propose_response", map[string]any{"message_id": id, "draft_text": text}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(t.Context(), "send_response", map[string]any{"message_id": id, "final_text": text}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWaitFirstRun checks what the first `ctalk wait` of a login reports:
+// questions to the user still unanswered however old, and answers that
+// arrived after the login; not answered questions nor older answers.
+func TestWaitFirstRun(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
+		endpoint := startRelay(t, s)
+		clients := team.Seed(t, endpoint)
+		umar, john := clients["umar"], clients["john"]
+		_, env := testkit.Home(t)
+
+		old := testkit.Ask(t, john, "umar", "asked and answered before the login")
+		answer(t, umar, old, "an old answer")
+		answered := testkit.Ask(t, umar, "john", "a question john answered")
+		answer(t, john, answered, "done")
+		waiting := testkit.Ask(t, umar, "john", "a question still waiting")
+		if code, _, stderr := runInProcess(t.Context(), env, team.UserPassword+"\n", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 0 {
+			t.Fatalf("login = %d: %s", code, stderr)
+		}
+		fresh := testkit.Ask(t, john, "umar", "asked after the login")
+		answer(t, umar, fresh, "a new answer")
+
+		code, _, stderr := runInProcess(t.Context(), env, "", "wait", "--timeout", "10s")
+		if want := fmt.Sprintf("asks the user (message %d)", waiting); code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "And 1 more") {
+			t.Errorf("first wait = %d, %q; want 2, %q and one more (the new answer)", code, stderr, want)
+		}
+		for _, id := range []int64{old, answered} {
+			if strings.Contains(stderr, fmt.Sprintf("(message %d)", id)) {
+				t.Errorf("first wait reported message %d, which is history: %q", id, stderr)
+			}
+		}
+		if code, _, stderr := runInProcess(t.Context(), env, "", "wait", "--timeout", "1s"); code != 0 {
+			t.Errorf("second wait = %d, %q; want 0: the first one reported the backlog", code, stderr)
 		}
 	})
 }

@@ -1,15 +1,14 @@
-package main
-
-// ctalk bench: a load generator for a running relay. It registers throwaway
-// organizations and users through MCP, logs everyone in, then drives the mix
+// Package bench is `ctalk bench`, a load generator for a running relay. It
+// registers throwaway organizations and users through MCP, logs everyone
+// in, then drives the mix
 // of calls a team's Claude Code sessions make (ask, check the inbox, draft
 // and send an answer, check replies, whoami) and reports throughput,
 // latency, errors, and whether any call saw another organization's data.
 //
-// It speaks JSON-RPC over plain net/http (Streamable HTTP, 2025-11-25 with a
-// session) rather than through an MCP client library: on a small machine the
-// load generator shares the CPU with the relay, and a lean client keeps the
-// measurement about the relay.
+// It talks to the relay through relayclient, a lean client on plain
+// net/http: on a small machine the load generator shares the CPU with the
+// relay, and a lean client keeps the measurement about the relay.
+package bench
 
 import (
 	"bytes"
@@ -18,102 +17,26 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	mrand "math/rand/v2"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ctalk/ctalk/internal/relayclient"
 )
-
-// benchConfig is what one bench run does.
-type benchConfig struct {
-	Endpoint    string // the relay's /mcp URL
-	Orgs, Users int
-	Concurrency int
-	Duration    time.Duration
-	Progress    io.Writer // a line a second; nil for none
-}
-
-// Exit codes of ctalk bench beyond 0 (no errors, no leaks) and 2 (usage).
-const (
-	benchExitErrors = 1 // setup failed or calls failed
-	benchExitLeak   = 3 // a call saw another organization's data
-)
-
-func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ctalk bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg := benchConfig{Progress: stderr}
-	rawURL := fs.String("url", "", "the relay's URL, e.g. http://127.0.0.1:8000 (/mcp is added when missing)")
-	fs.IntVar(&cfg.Orgs, "orgs", 4, "organizations to register")
-	fs.IntVar(&cfg.Users, "users", 8, "users per organization (at least 2)")
-	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "concurrent clients")
-	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long to drive the mix")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: ctalk bench --url URL [--orgs N] [--users N] [--concurrency C] [--duration D]\n\n"+
-			"Registers throwaway organizations (bench-…) on the relay, so point it at a test deployment.\n"+
-			"Exit status: 0 no errors, 1 errors, 2 usage, 3 a call saw another organization's data.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	var err error
-	switch cfg.Endpoint, err = benchURL(*rawURL); {
-	case err != nil:
-	case fs.NArg() > 0:
-		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	case cfg.Orgs < 1 || cfg.Users < 2 || cfg.Orgs*cfg.Users > 10000:
-		err = errors.New("--orgs must be at least 1 and --users at least 2 (someone to ask), at most 10000 users in all")
-	case cfg.Concurrency < 1 || cfg.Duration <= 0:
-		err = errors.New("--concurrency and --duration must be positive")
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "ctalk bench:", err)
-		return 2
-	}
-	rep, err := runBench(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "ctalk bench:", err)
-		return benchExitErrors
-	}
-	rep.print(stdout, cfg)
-	switch {
-	case rep.Leaks > 0:
-		return benchExitLeak
-	case rep.errors() > 0:
-		return benchExitErrors
-	}
-	return 0
-}
-
-// benchURL accepts the relay's base URL or its /mcp URL.
-func benchURL(raw string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if raw == "" || err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("--url %q is not a relay URL: use e.g. http://127.0.0.1:8000 or https://ctalk.example.com/mcp", raw)
-	}
-	if u.Path == "" || u.Path == "/" {
-		u.Path = "/mcp"
-	}
-	return u.String(), nil
-}
 
 // The tools of the mix, in report order.
-var benchTools = []string{"ask_person", "check_inbox", "propose_response", "send_response", "check_replies", "whoami"}
+var Tools = []string{"ask_person", "check_inbox", "propose_response", "send_response", "check_replies", "whoami"}
 
 // benchUser is one logged-in person and what the mix remembers for them.
 type benchUser struct {
 	org   int
 	id    string
 	peers []string // the others in the organization
-	conn  *mcpConn
+	conn  *relayclient.Client
 
 	mu     sync.Mutex
 	inbox  []int64 // unanswered questions seen by check_inbox
@@ -122,7 +45,7 @@ type benchUser struct {
 
 // bench is one run's shared state.
 type bench struct {
-	cfg     benchConfig
+	cfg     Config
 	run     string // random id: organization names and markers
 	users   []*benchUser
 	claimed sync.Map // benchClaim → struct{}: one answerer per question
@@ -163,7 +86,9 @@ func (b *bench) leakedOrg(body []byte, own int) int {
 	}
 }
 
-func runBench(ctx context.Context, cfg benchConfig) (*benchReport, error) {
+// Run registers the organizations and users, drives the mix for
+// cfg.Duration and reports.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
 	var rb [4]byte
 	rand.Read(rb[:])
 	b := &bench{cfg: cfg, run: hex.EncodeToString(rb[:])}
@@ -191,9 +116,9 @@ func (b *bench) logf(format string, args ...any) {
 // setup registers the organizations and users and logs everyone in, a few at a time.
 func (b *bench) setup(ctx context.Context, hc *http.Client) error {
 	admin, password := "bench-admin-"+b.run+"-pw", "bench-user-"+b.run
-	anon := &mcpConn{endpoint: b.cfg.Endpoint, client: hc}
-	if err := anon.initialize(ctx); err != nil {
-		return fmt.Errorf("connect to %s: %w", b.cfg.Endpoint, err)
+	anon, err := b.connect(ctx, hc, "")
+	if err != nil {
+		return err
 	}
 	ids := make([]string, b.cfg.Users)
 	for i := range ids {
@@ -201,8 +126,8 @@ func (b *bench) setup(ctx context.Context, hc *http.Client) error {
 	}
 	orgID := func(i int) string { return "bench-" + b.run + "-" + strconv.Itoa(i) }
 	parallel := min(b.cfg.Concurrency, 4)
-	err := forEach(ctx, b.cfg.Orgs, parallel, func(i int) error {
-		return anon.must(ctx, "register_organization", map[string]any{
+	err = forEach(ctx, b.cfg.Orgs, parallel, func(i int) error {
+		return anon.Call(ctx, "register_organization", map[string]any{
 			"org_id": orgID(i), "name": "Bench org " + b.marker(i), "admin_password": admin}, nil)
 	})
 	if err != nil {
@@ -218,21 +143,25 @@ func (b *bench) setup(ctx context.Context, hc *http.Client) error {
 	return forEach(ctx, len(b.users), parallel, func(i int) error {
 		u := b.users[i]
 		m := b.marker(u.org)
-		if err := anon.must(ctx, "register_user", map[string]any{
+		if err := anon.Call(ctx, "register_user", map[string]any{
 			"org_id": orgID(u.org), "admin_password": admin, "user_id": u.id, "name": "Bench " + u.id + " " + m,
 			"password": password, "ownership": "area " + u.id + " of " + m, "notes": "notes of " + m,
 		}, nil); err != nil {
 			return err
 		}
-		var login struct {
-			AuthToken string `json:"auth_token"`
-		}
-		if err := anon.must(ctx, "login", map[string]any{"org_id": orgID(u.org), "user_id": u.id, "password": password}, &login); err != nil {
+		login, err := anon.Login(ctx, orgID(u.org), u.id, password)
+		if err != nil {
 			return err
 		}
-		u.conn = &mcpConn{endpoint: b.cfg.Endpoint, client: hc, bearer: login.AuthToken}
-		return u.conn.initialize(ctx)
+		u.conn, err = b.connect(ctx, hc, login.AuthToken)
+		return err
 	})
+}
+
+// connect opens a session with the relay as the owner of token ("" for none).
+func (b *bench) connect(ctx context.Context, hc *http.Client, token string) (*relayclient.Client, error) {
+	return relayclient.Connect(ctx, b.cfg.Endpoint, relayclient.Options{
+		HTTPClient: hc, Token: relayclient.Static(token), Name: "ctalk-bench", Version: b.cfg.Version})
 }
 
 // forEach runs fn(0..n-1) on up to parallel goroutines and returns the first error.
@@ -262,7 +191,7 @@ func forEach(ctx context.Context, n, parallel int, fn func(i int) error) error {
 
 // drive runs the mix on cfg.Concurrency workers for cfg.Duration. Calls in
 // flight at the end complete and count.
-func (b *bench) drive(ctx context.Context) *benchReport {
+func (b *bench) drive(ctx context.Context) *Report {
 	stop := make(chan struct{})
 	perWorker := make([]map[string]*toolStats, b.cfg.Concurrency)
 	var wg sync.WaitGroup
@@ -298,7 +227,7 @@ func (b *bench) drive(ctx context.Context) *benchReport {
 		}
 	}
 	<-done
-	rep := &benchReport{Elapsed: time.Since(start), Tools: map[string]*toolStats{}, Leaks: b.leaks.Load(), LeakSample: b.leak}
+	rep := &Report{Elapsed: time.Since(start), Tools: map[string]*toolStats{}, Leaks: b.leaks.Load(), LeakSample: b.leak}
 	for _, m := range perWorker {
 		for name, s := range m {
 			rep.tool(name).merge(s)
@@ -339,9 +268,9 @@ func (b *bench) worker(ctx context.Context, w int, stop <-chan struct{}, stats m
 }
 
 // call runs one tool call as u, timing it and checking its result for leaks.
-func (b *bench) call(ctx context.Context, u *benchUser, tool string, args map[string]any, stats map[string]*toolStats) *toolResult {
+func (b *bench) call(ctx context.Context, u *benchUser, tool string, args map[string]any, stats map[string]*toolStats) *relayclient.Result {
 	t0 := time.Now()
-	res, err := u.conn.callTool(ctx, tool, args)
+	res, err := u.conn.CallTool(ctx, tool, args)
 	d := time.Since(t0)
 	if ctx.Err() != nil {
 		return nil // interrupted: neither a result nor an error of the relay's
@@ -354,11 +283,11 @@ func (b *bench) call(ctx context.Context, u *benchUser, tool string, args map[st
 	s.Calls++
 	s.hist.add(d)
 	b.calls.Add(1)
-	if err == nil && res.isError {
-		err = errors.New(res.text)
+	if err == nil && res.IsError {
+		err = errors.New(res.Text)
 	}
 	if res != nil {
-		if o := b.leakedOrg(res.raw, u.org); o >= 0 {
+		if o := b.leakedOrg(res.Raw, u.org); o >= 0 {
 			b.leaks.Add(1)
 			b.mu.Lock()
 			if b.leak == "" {
@@ -389,7 +318,7 @@ func (b *bench) checkInbox(ctx context.Context, u *benchUser, stats map[string]*
 			MessageID int64 `json:"message_id"`
 		} `json:"questions"`
 	}
-	if res == nil || json.Unmarshal(res.structured, &inbox) != nil {
+	if res == nil || json.Unmarshal(res.Structured, &inbox) != nil {
 		return
 	}
 	u.mu.Lock()
@@ -439,7 +368,7 @@ func (b *bench) checkReplies(ctx context.Context, u *benchUser, stats map[string
 	var out struct {
 		Cursor string `json:"cursor"`
 	}
-	if res != nil && json.Unmarshal(res.structured, &out) == nil {
+	if res != nil && json.Unmarshal(res.Structured, &out) == nil {
 		u.mu.Lock()
 		u.cursor = out.Cursor
 		u.mu.Unlock()

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -95,29 +95,30 @@ func (h *histogram) percentile(p float64) time.Duration {
 	return 0
 }
 
-// benchReport is a run's result.
-type benchReport struct {
+// Report is a run's result.
+type Report struct {
 	Elapsed    time.Duration
 	Tools      map[string]*toolStats
 	Leaks      int64
 	LeakSample string
 }
 
-func (r *benchReport) tool(name string) *toolStats {
+func (r *Report) tool(name string) *toolStats {
 	if r.Tools[name] == nil {
 		r.Tools[name] = &toolStats{}
 	}
 	return r.Tools[name]
 }
 
-func (r *benchReport) errors() (n int64) {
+func (r *Report) errors() (n int64) {
 	for _, s := range r.Tools {
 		n += s.Errors
 	}
 	return n
 }
 
-func (r *benchReport) print(w io.Writer, cfg benchConfig) {
+// Print writes the report as a table, errors and leaks after it.
+func (r *Report) Print(w io.Writer, cfg Config) {
 	fmt.Fprintf(w, "ctalk bench %s: %d organizations × %d users, %d clients, %s\n\n",
 		cfg.Endpoint, cfg.Orgs, cfg.Users, cfg.Concurrency, r.Elapsed.Round(10*time.Millisecond))
 	fmt.Fprintf(w, "%-17s %9s %9s %9s %9s %9s %7s\n", "tool", "calls", "calls/s", "p50", "p95", "p99", "errors")
@@ -126,14 +127,14 @@ func (r *benchReport) print(w io.Writer, cfg benchConfig) {
 		fmt.Fprintf(w, "%-17s %9d %9.1f %9s %9s %9s %7d\n", name, s.Calls, float64(s.Calls)/r.Elapsed.Seconds(),
 			ms(s.Percentile(0.50)), ms(s.Percentile(0.95)), ms(s.Percentile(0.99)), s.Errors)
 	}
-	for _, name := range benchTools {
+	for _, name := range Tools {
 		s := r.tool(name)
 		row(name, s)
 		all.merge(s)
 	}
 	row("all", all)
 	var samples []string
-	for _, name := range benchTools {
+	for _, name := range Tools {
 		for msg, n := range r.Tools[name].ErrorSamples {
 			samples = append(samples, fmt.Sprintf("  %s ×%d: %s", name, n, msg))
 		}

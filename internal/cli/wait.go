@@ -1,0 +1,188 @@
+package cli
+
+// ctalk wait: for a Claude Code Stop hook with asyncRewake. It waits for the
+// next question to the user or answer to their question and exits 2 with a
+// one-line summary on stderr (which wakes the idle session), or 0 when its
+// timeout passes first. Its cursor lives in the config directory, so an
+// event is reported once, and one that arrived while no hook ran is reported
+// at the next run.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/ctalk/ctalk/internal/credentials"
+	"github.com/ctalk/ctalk/internal/relayclient"
+)
+
+// Exit codes of ctalk wait.
+const (
+	waitNothing = 0 // the timeout passed
+	waitEvent   = 2 // something arrived: the summary is on stderr
+)
+
+func waitCommand(version string) *Command {
+	return &Command{
+		Name:    "wait",
+		Args:    "[--relay URL] [--timeout 10m]",
+		Summary: "for a Claude Code Stop hook with asyncRewake: wait for the next question or answer; exit 2 with a one-line summary on stderr, or 0 on timeout",
+		Details: `Exit status: 0 nothing arrived before the timeout; 2 a question or answer
+arrived (the one-line summary is on stderr); 1 an error; 2 also for a usage
+mistake, whose message then wakes the session too.
+
+The first run for a login (no cursor stored yet) reports the questions to you
+that are still unanswered, however old, and answers to your questions that
+arrived after you logged in; older answers and questions you have answered are
+history, not news, and are skipped. Later runs report every event after the
+last one reported, once.
+`,
+		Setup: func(fs *flag.FlagSet, io *IO) func(context.Context, []string) error {
+			relay := fs.String("relay", "", "the relay's MCP URL (default: the one you logged in to)")
+			timeout := fs.Duration("timeout", 10*time.Minute, "how long to wait before exiting 0")
+			return func(ctx context.Context, args []string) error {
+				if len(args) > 0 || *timeout <= 0 {
+					return UsageError("takes only --relay and a positive --timeout")
+				}
+				logger := slog.New(slog.NewTextHandler(io.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+				summary, err := waitOnce(ctx, io, version, *relay, *timeout, logger)
+				if err != nil || summary == "" {
+					return err
+				}
+				return &ExitCode{Code: waitEvent, Msg: summary}
+			}
+		},
+	}
+}
+
+// waitOnce waits until the next events or the timeout, and returns their
+// one-line summary ("" on timeout). The cursor moves past the events only
+// after the summary is built, just before it is printed.
+func waitOnce(ctx context.Context, io *IO, version, relay string, timeout time.Duration, logger *slog.Logger) (string, error) {
+	dir, cred, err := stored(io, relay)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+
+	var c *relayclient.Client
+	cursors := credentials.NewCursor(dir, "wait", cred)
+	cursor := cursors.Load()
+	first := cursor == ""
+	var backlog []relayclient.Event // the first run's unanswered questions and new answers
+	backoff := time.Second
+	for {
+		if c == nil {
+			opts := relayclient.Options{Token: relayclient.Static(cred.Token), Name: "ctalk-wait", Version: version}
+			if c, err = relayclient.Connect(ctx, cred.Relay, opts); err != nil {
+				c = nil
+			}
+		}
+		if c != nil {
+			// Rounded up: ctx ends the last call at the deadline itself.
+			seconds := min(relayclient.MaxWaitSeconds, int((time.Until(deadline)+time.Second-1)/time.Second))
+			if first {
+				seconds = 0
+			}
+			var res relayclient.WaitResult
+			if res, err = c.WaitForMessages(ctx, cursor, seconds); err == nil {
+				backoff = time.Second
+				next := res.Cursor
+				if n := len(res.Events); n > 0 {
+					next = res.Events[n-1].Cursor
+				}
+				events := res.Events
+				if first {
+					// The backlog is read to its end before anything is
+					// stored, so a run that dies midway starts over.
+					backlog = append(backlog, news(events, cred.LoggedInAt)...)
+					events = nil
+					if first = res.More; !first && len(backlog) > 0 {
+						events = backlog
+					}
+				}
+				if len(events) > 0 {
+					summary := summarize(events, res.More)
+					if err := cursors.Save(next); err != nil {
+						return "", err
+					}
+					return summary, nil
+				}
+				if next != "" && next != cursor {
+					if cursor = next; !first {
+						if err := cursors.Save(cursor); err != nil {
+							return "", err
+						}
+					}
+				}
+				if time.Until(deadline) <= 0 {
+					return "", nil
+				}
+				continue
+			}
+		}
+		if ctx.Err() != nil {
+			return "", nil // the timeout passed while the relay was unreachable
+		}
+		var refused *relayclient.ToolError
+		if errors.As(err, &refused) {
+			if relayclient.IsAuthError(refused.Message) {
+				return "", fmt.Errorf("%w; run `%s` in a terminal", err, cred.LoginCommand())
+			}
+			return "", err
+		}
+		logger.Debug("relay unreachable; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return "", nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// news keeps, of a first run's backlog, what is still news: questions not
+// yet answered, and answers that arrived after the login.
+func news(events []relayclient.Event, loggedIn time.Time) []relayclient.Event {
+	var keep []relayclient.Event
+	for _, e := range events {
+		switch {
+		case e.Kind == "question" && !e.AlreadyAnswered:
+		case e.Kind == "answer" && !loggedIn.IsZero() && e.At.After(loggedIn):
+		default:
+			continue
+		}
+		keep = append(keep, e)
+	}
+	return keep
+}
+
+// summarize renders events as the one line a woken Claude reads: the
+// coworker's words quoted and marked as theirs.
+func summarize(events []relayclient.Event, more bool) string {
+	e := events[0]
+	who := fmt.Sprintf("%s (%s)", e.From.Name, e.From.UserID)
+	var s string
+	switch e.Kind {
+	case "answer":
+		s = fmt.Sprintf("ctalk: %s answered your question (message %d) — their words: %q. Show the user; check_replies has the full reply.",
+			who, e.MessageID, relayclient.Clip(e.Answer, 300))
+	default:
+		s = fmt.Sprintf("ctalk: %s asks the user (message %d) — their words: %q. Show the user; answer only through "+
+			"propose_response and send_response with the user's approval.", who, e.MessageID, relayclient.Clip(e.Question, 300))
+	}
+	if n := len(events) - 1; n > 0 || more {
+		plus := fmt.Sprintf("%d more", n)
+		if more {
+			plus = "more"
+		}
+		s += fmt.Sprintf(" (And %s: check_inbox and check_replies list them.)", plus)
+	}
+	return strings.ReplaceAll(s, "\n", " ")
+}
