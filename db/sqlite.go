@@ -185,6 +185,11 @@ func (a sqliteQueries) GetUser(ctx context.Context, orgID, id string) (User, err
 	return User(u), sqliteError(err)
 }
 
+func (a sqliteQueries) LockUser(ctx context.Context, orgID, id string) (User, error) {
+	u, err := a.q.LockUser(ctx, sqlitedb.LockUserParams{OrgID: orgID, ID: id})
+	return User(u), sqliteError(err)
+}
+
 func (a sqliteQueries) ListUsers(ctx context.Context, orgID string) ([]User, error) {
 	rows, err := a.q.ListUsers(ctx, orgID)
 	return convertAll(rows, func(u sqlitedb.User) User { return User(u) }), sqliteError(err)
@@ -225,6 +230,10 @@ func (a sqliteQueries) CreateMessage(ctx context.Context, m Message) error {
 		OrgID: m.OrgID, ID: m.ID, FromUserID: m.FromUserID, ToUserID: m.ToUserID,
 		Question: m.Question, AskedAt: m.AskedAt, AskedSeq: m.AskedSeq,
 	}))
+}
+
+func (a sqliteQueries) AskPerson(ctx context.Context, p AskParams) (AskOutcome, error) {
+	return askInSteps(ctx, a, p)
 }
 
 func (a sqliteQueries) GetMessage(ctx context.Context, orgID string, id int64) (Message, error) {

@@ -1,101 +1,21 @@
-package mcp
+package relay
 
-// Benchmarks of the hot paths below the transport (the token check, ask_person,
-// check_inbox) on both backends, and the proof that a token check never
-// hashes a password. server/bench_test.go measures the same calls through
-// HTTP and /mcp. Run with:
+// Benchmarks of the hot paths below every face (the token check, asking,
+// the inbox) on both backends. server/bench_test.go measures the same calls
+// through HTTP and /mcp. Run with:
 //
-//	go test -run '^$' -bench . -benchtime 3s ./mcp
+//	go test -run '^$' -bench . -benchtime 3s ./internal/relay
 
 import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
-
-	mcpclient "github.com/mark3labs/mcp-go/client"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
 )
-
-// TestTokenCheckNeverHashes proves that calls with a token cost no password
-// hash: the hasher's counter moves for login and not for any token-checked
-// call, valid or not.
-func TestTokenCheckNeverHashes(t *testing.T) {
-	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		tl := newTools(s, Options{HashConcurrency: 2})
-		srv := mcpserver.NewMCPServer("ctalk", "test", mcpserver.WithToolCapabilities(false))
-		for _, st := range tl.serverTools() {
-			srv.AddTool(st.Tool, st.Handler)
-		}
-		c, err := mcpclient.NewInProcessClient(srv)
-		if err != nil {
-			t.Fatalf("NewInProcessClient: %v", err)
-		}
-		t.Cleanup(func() { c.Close() })
-		if err := c.Start(t.Context()); err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		if _, err := c.Initialize(t.Context(), mcpgo.InitializeRequest{}); err != nil {
-			t.Fatalf("Initialize: %v", err)
-		}
-		call := func(name string, args map[string]any) *mcpgo.CallToolResult {
-			t.Helper()
-			var req mcpgo.CallToolRequest
-			req.Params.Name, req.Params.Arguments = name, args
-			res, err := c.CallTool(t.Context(), req)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			return res
-		}
-		call("register_organization", map[string]any{"org_id": "acme", "name": "Acme", "admin_password": testAdminPassword})
-		for _, u := range []string{"umar", "john"} {
-			call("register_user", map[string]any{"org_id": "acme", "admin_password": testAdminPassword, "user_id": u,
-				"name": u, "password": testUserPassword, "ownership": u})
-		}
-		before := tl.hash.runs.Load()
-		res := call("login", map[string]any{"org_id": "acme", "user_id": "umar", "password": testUserPassword})
-		if got := tl.hash.runs.Load() - before; res.IsError || got != 1 {
-			t.Fatalf("login: isError %v, %d hashes; want a token and 1 hash", res.IsError, got)
-		}
-		token := res.StructuredContent.(map[string]any)["auth_token"].(string)
-
-		before = tl.hash.runs.Load()
-		for i := range 20 {
-			for name, args := range map[string]map[string]any{
-				"whoami":        {"auth_token": token},
-				"check_inbox":   {"auth_token": token},
-				"check_replies": {"auth_token": token},
-				"list_users":    {"auth_token": token},
-				"ask_person":    {"auth_token": token, "to_user_id": "john", "question": "q" + strconv.Itoa(i)},
-			} {
-				if res := call(name, args); res.IsError {
-					t.Fatalf("%s: isError, want success", name)
-				}
-			}
-			// A wrong or malformed token is refused without hashing anything either.
-			other := "A"
-			if strings.HasSuffix(token, "A") {
-				other = "B"
-			}
-			for _, bad := range []string{token[:len(token)-1] + other, "ctalk_short", "not-a-token"} {
-				if res := call("whoami", map[string]any{"auth_token": bad}); !res.IsError {
-					t.Fatalf("whoami with a bad token succeeded")
-				}
-			}
-		}
-		if got := tl.hash.runs.Load() - before; got != 0 {
-			t.Errorf("200 token-checked calls ran %d password hashes, want 0", got)
-		}
-	})
-}
 
 // benchStore opens a fresh, migrated store of backend for a benchmark, and
 // a function that runs SQL on the same database directly, for bulk loads.
@@ -146,14 +66,14 @@ func BenchmarkAuthenticate(b *testing.B) {
 		b.Run(backend, func(b *testing.B) {
 			s, _ := benchStore(b, backend)
 			tokens := benchTeam(b, s, 16)
-			tl := newTools(s, Options{})
+			svc := New(s, Options{})
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for i := 0; pb.Next(); i++ {
 					err := s.View(ctx, func(q db.Queries) error {
-						_, err := tl.authenticate(ctx, q, tokens[i%len(tokens)])
+						_, err := svc.authenticate(ctx, q, Credentials{Token: tokens[i%len(tokens)]})
 						return err
 					})
 					if err != nil {
@@ -172,15 +92,15 @@ func BenchmarkAskPerson(b *testing.B) {
 		b.Run(backend, func(b *testing.B) {
 			s, _ := benchStore(b, backend)
 			tokens := benchTeam(b, s, 16)
-			tl := newTools(s, Options{})
+			svc := New(s, Options{})
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for i := 0; pb.Next(); i++ {
 					from := i % len(tokens)
-					_, err := tl.askPerson(ctx, askPersonArgs{AuthToken: tokens[from],
-						ToUserID: "u" + strconv.Itoa((from+1)%len(tokens)), Question: "How do retries work? " + strconv.Itoa(i)})
+					_, err := svc.Ask(ctx, Credentials{Token: tokens[from]},
+						"u"+strconv.Itoa((from+1)%len(tokens)), "How do retries work? "+strconv.Itoa(i))
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -199,14 +119,14 @@ func BenchmarkCheckInbox(b *testing.B) {
 				s, exec := benchStore(b, backend)
 				tokens := benchTeam(b, s, 2)
 				fillInbox(exec, backend, n)
-				tl := newTools(s, Options{})
+				svc := New(s, Options{})
 				ctx := context.Background()
 				b.ReportAllocs()
 				b.ResetTimer()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						out, err := tl.checkInbox(ctx, checkInboxArgs{AuthToken: tokens[0]})
-						if err != nil || len(out.(inboxResult).Questions) != inboxPage {
+						out, err := svc.Inbox(ctx, Credentials{Token: tokens[0]}, 0)
+						if err != nil || len(out.Questions) != inboxPage {
 							b.Fatalf("checkInbox = %v, %v; want a full page", out, err)
 						}
 					}

@@ -1,8 +1,8 @@
-package mcp_test
+package server_test
 
 // Tests of wait_for_messages through the real HTTP handler, as replicas run
 // it: plain JSON-RPC POSTs to /mcp, one call per request, tokens in the
-// Authorization header. (An external test package, so it may use server.)
+// Authorization header.
 
 import (
 	"bufio"
