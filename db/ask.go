@@ -1,10 +1,6 @@
 package db
 
-import (
-	"context"
-	"errors"
-	"time"
-)
+import "time"
 
 // AskParams is a question to store on behalf of a token's owner.
 type AskParams struct {
@@ -41,40 +37,27 @@ type AskOutcome struct {
 	ToName string
 }
 
-// askInSteps is AskPerson as a sequence of queries in the caller's
-// transaction, for a backend without data-modifying CTEs.
-func askInSteps(ctx context.Context, q Queries, p AskParams) (AskOutcome, error) {
-	tok, u, err := q.GetTokenUser(ctx, p.TokenHash)
-	if errors.Is(err, ErrNotFound) {
-		return AskOutcome{Status: AskBadToken}, nil
-	} else if err != nil {
-		return AskOutcome{}, err
+// askFacts are what AskPerson decides on, read by one query on SQLite.
+type askFacts struct {
+	orgID, userID       string
+	expiresAt           time.Time
+	revokedAt           *time.Time
+	callerDeactivatedAt *time.Time
+	toName              *string // nil: no such user in the organization
+	toDeactivatedAt     *time.Time
+}
+
+// status applies AskPerson's checks in order, as PostgreSQL's statement does.
+func (f askFacts) status(p AskParams) AskStatus {
+	switch {
+	case f.revokedAt != nil || !p.At.Before(f.expiresAt) || f.callerDeactivatedAt != nil:
+		return AskBadToken
+	case f.userID == p.ToUserID:
+		return AskSelf
+	case f.toName == nil:
+		return AskNoRecipient
+	case f.toDeactivatedAt != nil:
+		return AskRecipientDeactivated
 	}
-	if tok.RevokedAt != nil || !p.At.Before(tok.ExpiresAt) || u.DeactivatedAt != nil {
-		return AskOutcome{Status: AskBadToken}, nil
-	}
-	out := AskOutcome{Message: Message{OrgID: u.OrgID, FromUserID: u.ID, ToUserID: p.ToUserID, Question: p.Question, AskedAt: p.At}}
-	if p.ToUserID == u.ID {
-		out.Status = AskSelf
-		return out, nil
-	}
-	recipient, err := q.GetUser(ctx, u.OrgID, p.ToUserID)
-	if errors.Is(err, ErrNotFound) {
-		out.Status = AskNoRecipient
-		return out, nil
-	} else if err != nil {
-		return AskOutcome{}, err
-	}
-	out.ToName = recipient.Name
-	if recipient.DeactivatedAt != nil {
-		out.Status = AskRecipientDeactivated
-		return out, nil
-	}
-	if out.Message.ID, out.Message.AskedSeq, err = q.AllocateMessage(ctx, u.OrgID); err != nil {
-		return AskOutcome{}, err
-	}
-	if err := q.CreateMessage(ctx, out.Message); err != nil {
-		return AskOutcome{}, err
-	}
-	return out, q.NotifyEvent(ctx, u.OrgID, p.ToUserID, out.Message.AskedSeq)
+	return Asked
 }
