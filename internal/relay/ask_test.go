@@ -15,13 +15,9 @@ import (
 func TestAskRefusals(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		f := newFixture(t, s)
+		f := newTeam(t, s, "umar", "john", "gone")
 		ctx := t.Context()
-		f.org("acme")
 		f.org("other")
-		for _, u := range []string{"umar", "john", "gone"} {
-			f.user("acme", u)
-		}
 		f.user("other", "eve")
 		umar, gone := Credentials{Token: f.login("acme", "umar")}, Credentials{Token: f.login("acme", "gone")}
 		if _, err := f.s.DeactivateUser(ctx, Admin{OrgID: "acme", Password: testAdminPassword}, "gone"); err != nil {

@@ -29,6 +29,17 @@ func newFixture(t *testing.T, store db.Store) *fixture {
 	return f
 }
 
+// newTeam is a fixture with organization acme and the given users in it.
+func newTeam(t *testing.T, store db.Store, users ...string) *fixture {
+	t.Helper()
+	f := newFixture(t, store)
+	f.org("acme")
+	for _, u := range users {
+		f.user("acme", u)
+	}
+	return f
+}
+
 // advance moves the fixture's clock on.
 func (f *fixture) advance(d time.Duration) { f.now.Add(int64(d)) }
 

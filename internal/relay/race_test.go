@@ -23,10 +23,8 @@ func (f *fixture) once(hook func()) {
 func TestPasswordCheckRaces(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		f := newFixture(t, s)
+		f := newTeam(t, s, "umar")
 		ctx := t.Context()
-		f.org("acme")
-		f.user("acme", "umar")
 		acme := Admin{OrgID: "acme", Password: testAdminPassword}
 		const reset = "reset-by-admin-1"
 		resetUmar := func() {

@@ -43,10 +43,7 @@ func (f *fixture) wantHashed(ok bool, n int64, name string, call func() error) {
 func TestThrottleLoginNoHashing(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		f := newFixture(t, s)
-		f.org("acme")
-		f.user("acme", "umar")
-		f.user("acme", "john")
+		f := newTeam(t, s, "umar", "john")
 		token := f.login("acme", "umar")
 		login := func(user, pw string) func() error {
 			return func() error {
@@ -93,10 +90,8 @@ func TestThrottleLoginNoHashing(t *testing.T) {
 func TestThrottleAdminNoHashing(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		f := newFixture(t, s)
-		f.org("acme")
+		f := newTeam(t, s, "john")
 		f.org("other")
-		f.user("acme", "john")
 		ctx := t.Context()
 		register := func(org, pw string) func() error {
 			return func() error {
@@ -136,9 +131,7 @@ func TestThrottleAdminNoHashing(t *testing.T) {
 func TestThrottleAddressNoHashing(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		f := newFixture(t, s)
-		f.org("acme")
-		f.user("acme", "john")
+		f := newTeam(t, s, "john")
 		guesser := WithClientAddr(t.Context(), "203.0.113.9")
 		neighbour := WithClientAddr(t.Context(), "203.0.113.10")
 		login := func(ctx context.Context, user, pw string) (int64, error) {
@@ -173,9 +166,7 @@ func TestThrottleAddressNoHashing(t *testing.T) {
 func TestThrottleConcurrentGuesses(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		f := newFixture(t, s)
-		f.org("acme")
-		f.user("acme", "john")
+		f := newTeam(t, s, "john")
 		const guesses = 4 * accountFreeFailures
 		errs := make([]error, guesses)
 		before := f.s.PasswordHashes()
