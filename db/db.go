@@ -1,7 +1,8 @@
-// Package db is ctalk's storage: domain types, the Store every tool runs its
+// Package db is ctalk's storage: domain types, the Store the rules run every
 // transaction through, and one adapter per backend (SQLite and PostgreSQL).
 //
-// Both backends run the same named queries (sql/queries) through sqlc output
+// Both backends run the same named queries (sql/queries, plus the few whose
+// text differs by dialect in sql/<dialect>/queries) through sqlc output
 // kept in db/internal. Adapters turn driver errors into the sentinels below in
 // one place each, so callers never see a driver type.
 package db

@@ -29,6 +29,7 @@ type Error struct {
 	msg  string
 }
 
+// Error returns the message, which is safe to show the caller as is.
 func (e *Error) Error() string { return e.msg }
 
 func errorf(kind Kind, format string, args ...any) error {
