@@ -1,7 +1,8 @@
-// Package db is ctalk's storage: domain types, the Store every tool runs its
+// Package db is ctalk's storage: domain types, the Store the rules run every
 // transaction through, and one adapter per backend (SQLite and PostgreSQL).
 //
-// Both backends run the same named queries (sql/queries) through sqlc output
+// Both backends run the same named queries (sql/queries, plus the few whose
+// text differs by dialect in sql/<dialect>/queries) through sqlc output
 // kept in db/internal. Adapters turn driver errors into the sentinels below in
 // one place each, so callers never see a driver type.
 package db
@@ -115,6 +116,9 @@ type Queries interface {
 
 	CreateUser(ctx context.Context, u User) error
 	GetUser(ctx context.Context, orgID, id string) (User, error)
+	// LockUser reads a user and holds their row until the transaction ends:
+	// what a password was verified against cannot change before it commits.
+	LockUser(ctx context.Context, orgID, id string) (User, error)
 	ListUsers(ctx context.Context, orgID string) ([]User, error)
 	UpdateUserNotes(ctx context.Context, orgID, id, notes string) error
 	UpdateUserProfileNotes(ctx context.Context, orgID, id, profileNotes string) error
@@ -144,6 +148,12 @@ type Queries interface {
 	RevokeUserTokens(ctx context.Context, orgID, userID string, keep []byte, at time.Time) (int64, error)
 
 	CreateMessage(ctx context.Context, m Message) error
+	// AskPerson stores a question from a token's owner to another user of
+	// their organization and notifies the recipient, checking the token
+	// (live, not expired at p.At, user active) and the recipient first;
+	// nothing is written unless every check passes. On PostgreSQL it is
+	// one statement.
+	AskPerson(ctx context.Context, p AskParams) (AskOutcome, error)
 	GetMessage(ctx context.Context, orgID string, id int64) (Message, error)
 	// ListInbox returns up to limit unanswered questions to a user with id > afterID, oldest first.
 	ListInbox(ctx context.Context, orgID, toUserID string, afterID int64, limit int) ([]InboxItem, error)

@@ -128,6 +128,11 @@ func (a pgQueries) GetUser(ctx context.Context, orgID, id string) (User, error) 
 	return User(u), pgError(err)
 }
 
+func (a pgQueries) LockUser(ctx context.Context, orgID, id string) (User, error) {
+	u, err := a.q.LockUser(ctx, pgdb.LockUserParams{OrgID: orgID, ID: id})
+	return User(u), pgError(err)
+}
+
 func (a pgQueries) ListUsers(ctx context.Context, orgID string) ([]User, error) {
 	rows, err := a.q.ListUsers(ctx, orgID)
 	return convertAll(rows, func(u pgdb.User) User { return User(u) }), pgError(err)
@@ -168,6 +173,20 @@ func (a pgQueries) CreateMessage(ctx context.Context, m Message) error {
 		OrgID: m.OrgID, ID: m.ID, FromUserID: m.FromUserID, ToUserID: m.ToUserID,
 		Question: m.Question, AskedAt: m.AskedAt, AskedSeq: m.AskedSeq,
 	}))
+}
+
+func (a pgQueries) AskPerson(ctx context.Context, p AskParams) (AskOutcome, error) {
+	// The statement notifies on pgEventChannel with NotifyEvent's payload.
+	r, err := a.q.AskPerson(ctx, pgdb.AskPersonParams{TokenHash: p.TokenHash, AskedAt: p.At, ToUserID: p.ToUserID, Question: p.Question})
+	if err != nil {
+		return AskOutcome{}, pgError(err)
+	}
+	return AskOutcome{
+		Status: AskStatus(r.Status),
+		Message: Message{OrgID: r.OrgID, ID: r.ID, FromUserID: r.FromUserID, ToUserID: p.ToUserID,
+			Question: p.Question, AskedAt: p.At, AskedSeq: r.AskedSeq},
+		ToName: r.ToName,
+	}, nil
 }
 
 func (a pgQueries) GetMessage(ctx context.Context, orgID string, id int64) (Message, error) {

@@ -33,8 +33,8 @@ func TestLoginFailuresLookAlike(t *testing.T) {
 			{"malformed org_id", map[string]any{"org_id": "-acme-", "user_id": "umar", "password": testUserPassword}},
 			{"empty password", map[string]any{"org_id": "acme", "user_id": "umar", "password": ""}},
 		} {
-			if got := h.fail("login", tt.args); got != errBadLogin.msg {
-				t.Errorf("login with %s = %q, want %q", tt.name, got, errBadLogin.msg)
+			if got := h.fail("login", tt.args); got != badLoginText {
+				t.Errorf("login with %s = %q, want %q", tt.name, got, badLoginText)
 			}
 		}
 		h.login("acme", "umar") // the failures did not lock the account out
@@ -62,7 +62,7 @@ func TestRegisterOrganizationDuplicate(t *testing.T) {
 		h.wantFail("register_user", map[string]any{
 			"org_id": "acme", "admin_password": impostorPassword, "user_id": "eve",
 			"name": "Eve", "password": testUserPassword, "ownership": "",
-		}, errBadAdmin.msg)
+		}, badAdminText)
 		h.user("acme", "umar") // the original admin password still works
 		var me struct {
 			OrgName string `json:"org_name"`
@@ -95,9 +95,9 @@ func TestRegisterUserWrongAdminPassword(t *testing.T) {
 			org, admin  string
 			wantMessage string
 		}{
-			{"wrong admin password", "acme", "not-the-admin-password", errBadAdmin.msg},
-			{"another organization's admin password", "acme", otherAdmin, errBadAdmin.msg},
-			{"unknown organization", "nope", testAdminPassword, errBadAdmin.msg},
+			{"wrong admin password", "acme", "not-the-admin-password", badAdminText},
+			{"another organization's admin password", "acme", otherAdmin, badAdminText},
+			{"unknown organization", "nope", testAdminPassword, badAdminText},
 			{"empty admin password", "acme", "", "admin_password is required"},
 		} {
 			if got := h.fail("register_user", args(tt.org, tt.admin)); got != tt.wantMessage {
@@ -105,7 +105,7 @@ func TestRegisterUserWrongAdminPassword(t *testing.T) {
 			}
 		}
 
-		h.wantFail("login", map[string]any{"org_id": "acme", "user_id": "umar", "password": testUserPassword}, errBadLogin.msg)
+		h.wantFail("login", map[string]any{"org_id": "acme", "user_id": "umar", "password": testUserPassword}, badLoginText)
 		// No half-made user: the same user_id registers cleanly with the right password.
 		h.ok("register_user", args("acme", testAdminPassword), nil)
 		var list struct {
@@ -132,8 +132,8 @@ func TestExpiredToken(t *testing.T) {
 		h.ok("whoami", map[string]any{"auth_token": umar}, nil)
 
 		h.clock.Advance(time.Second)
-		if !strings.Contains(errBadToken.msg, "call login again") {
-			t.Errorf("errBadToken = %q, want it to say: call login again", errBadToken.msg)
+		if !strings.Contains(badTokenText, "call login again") {
+			t.Errorf("the bad-token error = %q, want it to say: call login again", badTokenText)
 		}
 		for name, args := range map[string]map[string]any{
 			"whoami":           {},
@@ -147,7 +147,7 @@ func TestExpiredToken(t *testing.T) {
 			"check_replies":    {},
 		} {
 			args["auth_token"] = umar
-			h.wantFail(name, args, errBadToken.msg)
+			h.wantFail(name, args, badTokenText)
 		}
 
 		var me struct {

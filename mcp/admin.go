@@ -2,181 +2,139 @@ package mcp
 
 import (
 	"context"
-	"errors"
-	"time"
+	"fmt"
 
-	"github.com/ctalk/ctalk/db"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ctalk/ctalk/internal/relay"
 )
 
-type logoutResult struct {
-	Status string `json:"status"`
+// Admin tools: authorized by an organization's admin password.
+
+type registerOrganizationArgs struct {
+	OrgID         string `json:"org_id"`
+	Name          string `json:"name"`
+	AdminPassword string `json:"admin_password"`
 }
 
-// logout revokes the caller's token at once: every replica looks tokens up
-// in the database on every call, so the next call anywhere fails.
-func (t *tools) logout(ctx context.Context, a authArgs) (any, error) {
-	err := t.store.InTx(ctx, func(q db.Queries) error {
-		c, err := t.authenticate(ctx, q, a.AuthToken)
-		if err != nil {
-			return err
-		}
-		return q.RevokeToken(ctx, c.token.TokenHash, t.clock())
-	})
-	if err != nil {
-		return nil, err
-	}
-	return logoutResult{Status: "logged out: this token no longer works; call login to get a new one"}, nil
+func (t *tools) registerOrganization() tool {
+	return declare(t, "register_organization", func(ctx context.Context, a registerOrganizationArgs) (relay.OrganizationResult, error) {
+		return t.relay.RegisterOrganization(ctx, relay.NewOrganization(a))
+	},
+		mcpgo.WithDescription("Create a ctalk organization (a team). Do this once per team. "+
+			"The admin password is needed later to register users; tell the user to store it safely."),
+		argOrgID(fmt.Sprintf("Short id for the organization: letters, digits, '-' and '_', at most %d characters, e.g. ai-company.", relay.MaxIDLen)),
+		mcpgo.WithString("name", mcpgo.Required(), mcpgo.Description("Display name, e.g. The AI Company."), mcpgo.MaxLength(relay.MaxNameLen)),
+		mcpgo.WithString("admin_password", mcpgo.Required(), mcpgo.Description(
+			fmt.Sprintf("Admin password for the organization, at least %d characters.", relay.MinAdminPassLen)),
+			mcpgo.MinLength(relay.MinAdminPassLen), mcpgo.MaxLength(relay.MaxPasswordLen)),
+		annotations("Register organization", false, false, false, false),
+	)
 }
 
-type changePasswordArgs struct {
-	AuthToken   string `json:"auth_token"`
-	OldPassword string `json:"old_password"`
-	NewPassword string `json:"new_password"`
-}
-
-type passwordResult struct {
+type registerUserArgs struct {
+	OrgID         string `json:"org_id"`
+	AdminPassword string `json:"admin_password"`
 	UserID        string `json:"user_id"`
-	Status        string `json:"status"`
-	TokensRevoked int64  `json:"other_tokens_revoked"`
+	Name          string `json:"name"`
+	Password      string `json:"password"`
+	Ownership     string `json:"ownership"`
+	Notes         string `json:"notes,omitempty"`
 }
 
-func (t *tools) changePassword(ctx context.Context, a changePasswordArgs) (any, error) {
-	if err := password("new_password", a.NewPassword, minUserPassLen); err != nil {
-		return nil, err
-	}
-	var c caller
-	err := t.store.View(ctx, func(q db.Queries) (err error) {
-		c, err = t.authenticate(ctx, q, a.AuthToken)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	ok, err := t.checkPassword(ctx, userKey(c.user.OrgID, c.user.ID), c.user.PasswordHash, a.OldPassword, true)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, badInput("old_password is wrong: nothing was changed")
-	}
-	hash, err := t.hash.Hash(ctx, a.NewPassword)
-	if err != nil {
-		return nil, err
-	}
-	var revoked int64
-	err = t.store.InTx(ctx, func(q db.Queries) error {
-		if err := q.UpdateUserPassword(ctx, c.user.OrgID, c.user.ID, hash); err != nil {
-			return err
-		}
-		revoked, err = q.RevokeUserTokens(ctx, c.user.OrgID, c.user.ID, c.token.TokenHash, t.clock())
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return passwordResult{UserID: c.user.ID, Status: "password changed; your other tokens were revoked, this one still works", TokensRevoked: revoked}, nil
+func (t *tools) registerUser() tool {
+	return declare(t, "register_user", func(ctx context.Context, a registerUserArgs) (relay.Profile, error) {
+		return t.relay.RegisterUser(ctx, relay.Admin{OrgID: a.OrgID, Password: a.AdminPassword}, relay.NewUser{
+			UserID: a.UserID, Name: a.Name, Password: a.Password, Ownership: a.Ownership, Notes: a.Notes,
+		})
+	},
+		mcpgo.WithDescription("Register a person in an organization (needs the organization's admin password). "+
+			"ownership says what they own or know about (repos, services, areas) so coworkers know whom to ask."),
+		argOrgID("The organization's id."),
+		argAdminPassword,
+		mcpgo.WithString("user_id", mcpgo.Required(), mcpgo.Description(
+			"Short id for the person, unique in the organization: letters, digits, '-' and '_', e.g. john."), mcpgo.MaxLength(relay.MaxIDLen)),
+		mcpgo.WithString("name", mcpgo.Required(), mcpgo.Description("Display name, e.g. John."), mcpgo.MaxLength(relay.MaxNameLen)),
+		mcpgo.WithString("password", mcpgo.Required(), mcpgo.Description(
+			fmt.Sprintf("The person's password, at least %d characters.", relay.MinUserPassLen)),
+			mcpgo.MinLength(relay.MinUserPassLen), mcpgo.MaxLength(relay.MaxPasswordLen)),
+		mcpgo.WithString("ownership", mcpgo.Required(), mcpgo.Description(
+			"What the person owns or knows, e.g. alpha-repo and payments-service."), mcpgo.MaxLength(relay.MaxOwnershipLen)),
+		mcpgo.WithString("notes", mcpgo.Description("Optional notes the person keeps about themselves."),
+			mcpgo.DefaultString(""), mcpgo.MaxLength(relay.MaxNotesLen)),
+		annotations("Register user", false, false, false, false),
+	)
 }
 
+type updateProfileNotesArgs struct {
+	OrgID         string `json:"org_id"`
+	AdminPassword string `json:"admin_password"`
+	UserID        string `json:"user_id"`
+	ProfileNotes  string `json:"profile_notes"`
+}
+
+func (t *tools) updateUserProfileNotes() tool {
+	return declare(t, "update_user_profile_notes", func(ctx context.Context, a updateProfileNotesArgs) (relay.Profile, error) {
+		return t.relay.UpdateUserProfileNotes(ctx, relay.Admin{OrgID: a.OrgID, Password: a.AdminPassword}, a.UserID, a.ProfileNotes)
+	},
+		mcpgo.WithDescription("Admin only: replace the profile notes the organization keeps about a person."),
+		argOrgID("The organization's id."),
+		argAdminPassword,
+		argUserID,
+		mcpgo.WithString("profile_notes", mcpgo.Required(), mcpgo.Description("The new profile notes; an empty string clears them."), mcpgo.MaxLength(relay.MaxNotesLen)),
+		annotations("Update user profile notes", false, true, true, false),
+	)
+}
+
+// adminUserArgs are the arguments of an admin action on one person.
 type adminUserArgs struct {
 	OrgID         string `json:"org_id"`
 	AdminPassword string `json:"admin_password"`
 	UserID        string `json:"user_id"`
-	NewPassword   string `json:"new_password"`
 }
 
-// adminUpdate checks the admin password, then runs prepare (work that must
-// not happen for a caller who fails the check, such as hashing), then fn on
-// the named user in one transaction.
-func (t *tools) adminUpdate(ctx context.Context, a adminUserArgs, prepare func() error,
-	fn func(q db.Queries, u db.User, now time.Time) error) (db.User, error) {
-	userID, err := slug("user_id", a.UserID)
-	if err != nil {
-		return db.User{}, err
-	}
-	org, err := t.adminCheck(ctx, a.OrgID, a.AdminPassword)
-	if err != nil {
-		return db.User{}, err
-	}
-	if prepare != nil {
-		if err := prepare(); err != nil {
-			return db.User{}, err
-		}
-	}
-	var u db.User
-	err = t.store.InTx(ctx, func(q db.Queries) error {
-		if u, err = q.GetUser(ctx, org.ID, userID); err != nil {
-			return err
-		}
-		now := t.clock()
-		if err := fn(q, u, now); err != nil {
-			return err
-		}
-		u, err = q.GetUser(ctx, org.ID, userID)
-		return err
-	})
-	if errors.Is(err, db.ErrNotFound) {
-		return db.User{}, badInput("no user %q in organization %q: list_users shows who is registered", userID, org.ID)
-	}
-	return u, err
+func (a adminUserArgs) admin() relay.Admin {
+	return relay.Admin{OrgID: a.OrgID, Password: a.AdminPassword}
 }
 
-func (t *tools) resetUserPassword(ctx context.Context, a adminUserArgs) (any, error) {
-	if err := password("new_password", a.NewPassword, minUserPassLen); err != nil {
-		return nil, err
-	}
-	var hash string
-	hashNew := func() (err error) {
-		hash, err = t.hash.Hash(ctx, a.NewPassword)
-		return err
-	}
-	var revoked int64
-	u, err := t.adminUpdate(ctx, a, hashNew, func(q db.Queries, u db.User, now time.Time) error {
-		if err := q.UpdateUserPassword(ctx, u.OrgID, u.ID, hash); err != nil {
-			return err
-		}
-		var err error
-		if revoked, err = q.RevokeUserTokens(ctx, u.OrgID, u.ID, nil, now); err != nil {
-			return err
-		}
-		return q.ClearThrottle(ctx, userKey(u.OrgID, u.ID))
-	})
-	if err != nil {
-		return nil, err
-	}
-	return passwordResult{UserID: u.ID, Status: "password reset; every token of the user was revoked", TokensRevoked: revoked}, nil
+type resetPasswordArgs struct {
+	adminUserArgs
+	NewPassword string `json:"new_password"`
 }
 
-func (t *tools) deactivateUser(ctx context.Context, a adminUserArgs) (any, error) {
-	u, err := t.adminUpdate(ctx, a, nil, func(q db.Queries, u db.User, now time.Time) error {
-		if u.DeactivatedAt != nil {
-			return nil
-		}
-		if err := q.SetUserDeactivated(ctx, u.OrgID, u.ID, &now); err != nil {
-			return err
-		}
-		_, err := q.RevokeUserTokens(ctx, u.OrgID, u.ID, nil, now)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	res := profileOf(u)
-	res.NextStep = "The user can no longer log in or use any token; their questions and answers stay. reactivate_user undoes this."
-	return res, nil
+func (t *tools) resetUserPassword() tool {
+	return declare(t, "reset_user_password", func(ctx context.Context, a resetPasswordArgs) (relay.PasswordResult, error) {
+		return t.relay.ResetUserPassword(ctx, a.admin(), a.UserID, a.NewPassword)
+	},
+		mcpgo.WithDescription("Admin only: set a new password for a person who forgot theirs. Every token of theirs is revoked."),
+		argOrgID("The organization's id."),
+		argAdminPassword,
+		argUserID,
+		argNewPassword,
+		annotations("Reset a user's password", false, true, false, false),
+	)
 }
 
-func (t *tools) reactivateUser(ctx context.Context, a adminUserArgs) (any, error) {
-	u, err := t.adminUpdate(ctx, a, nil, func(q db.Queries, u db.User, now time.Time) error {
-		if err := q.SetUserDeactivated(ctx, u.OrgID, u.ID, nil); err != nil {
-			return err
-		}
-		// Attempts made while deactivated do not count against them.
-		return q.ClearThrottle(ctx, userKey(u.OrgID, u.ID))
-	})
-	if err != nil {
-		return nil, err
-	}
-	res := profileOf(u)
-	res.NextStep = "The user can log in again; their old tokens stay revoked."
-	return res, nil
+func (t *tools) deactivateUser() tool {
+	return declare(t, "deactivate_user", func(ctx context.Context, a adminUserArgs) (relay.Profile, error) {
+		return t.relay.DeactivateUser(ctx, a.admin(), a.UserID)
+	},
+		mcpgo.WithDescription("Admin only: stop a person from logging in or using any token (e.g. they left). Their messages stay."),
+		argOrgID("The organization's id."),
+		argAdminPassword,
+		argUserID,
+		annotations("Deactivate a user", false, true, true, false),
+	)
+}
+
+func (t *tools) reactivateUser() tool {
+	return declare(t, "reactivate_user", func(ctx context.Context, a adminUserArgs) (relay.Profile, error) {
+		return t.relay.ReactivateUser(ctx, a.admin(), a.UserID)
+	},
+		mcpgo.WithDescription("Admin only: let a deactivated person log in again (their old tokens stay revoked)."),
+		argOrgID("The organization's id."),
+		argAdminPassword,
+		argUserID,
+		annotations("Reactivate a user", false, false, true, false),
+	)
 }

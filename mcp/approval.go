@@ -2,12 +2,12 @@ package mcp
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/ctalk/ctalk/internal/relay"
 )
 
 // Human approval of send_response, enforced by the server rather than asked
@@ -60,42 +60,25 @@ func clientCanElicit(ctx context.Context) bool {
 	return false
 }
 
-// approvalState binds an approval to one caller, message and exact text: an
-// "accept" given for other text does not send this one.
-func approvalState(c caller, id int64, final string) string {
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%s", c.user.OrgID, c.user.ID, id, final)))
-	return "send:" + hex.EncodeToString(sum[:16])
-}
-
-type decision int
-
-const (
-	decisionNone     decision = iota // not asked yet (or asked about other text)
-	decisionAccepted                 // the human accepted
-	decisionRefused                  // the human declined or cancelled
-)
-
-// approvalDecision reads the human's answer for this exact send, if any.
-func approvalDecision(ctx context.Context, state string) (decision, mcpgo.ElicitationResponseAction) {
+// approval is what this call tells the rules about the human's consent:
+// whether the client can show them a dialog, and their answer if this call
+// carries one.
+func approval(ctx context.Context) relay.Approval {
 	call := callFrom(ctx)
-	if call.state != state {
-		return decisionNone, ""
+	a := relay.Approval{CanAsk: call.canElicit}
+	if res := mcpserver.ElicitationResponse(call.responses, approvalInputID); res != nil {
+		a.Key = call.state
+		a.Accepted = res.Action == mcpgo.ElicitationResponseActionAccept
+		a.Action = string(res.Action)
 	}
-	res := mcpserver.ElicitationResponse(call.responses, approvalInputID)
-	if res == nil {
-		return decisionNone, ""
-	}
-	if res.Action == mcpgo.ElicitationResponseActionAccept {
-		return decisionAccepted, res.Action
-	}
-	return decisionRefused, res.Action
+	return a
 }
 
 // askApproval is the input-required result that shows the human what would be sent.
-func askApproval(state, askerName, askerID string, id int64, question, final string) *mcpgo.CallToolResult {
+func askApproval(r relay.ApprovalRequest) *mcpgo.CallToolResult {
 	msg := fmt.Sprintf("Send this answer to %s (%s)?\n\nTheir question (message %d):\n%s\n\nYour answer, exactly as it will be sent:\n%s",
-		askerName, askerID, id, question, final)
-	return mcpserver.NewInputRequestBuilder(state).Elicit(approvalInputID, mcpgo.ElicitationParams{
+		r.AskerName, r.AskerID, r.MessageID, r.Question, r.FinalText)
+	return mcpserver.NewInputRequestBuilder(r.Key).Elicit(approvalInputID, mcpgo.ElicitationParams{
 		Message:         msg,
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 	}).ToolResult()

@@ -2,22 +2,15 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime"
+	"strings"
 
 	"github.com/ctalk/ctalk/db"
-)
-
-// Expected failures a person can act on. Their texts go back to the model;
-// none may contain a secret or reveal another organization's data.
-var (
-	errNotLoggedIn = &inputError{msg: "not logged in: call login with your org_id, user_id and password, " +
-		"then pass the returned auth_token (or configure an Authorization: Bearer header for this MCP server)"}
-	errBadToken      = &inputError{msg: "auth_token is invalid, expired or revoked: call login again to get a new one"}
-	errTokenMismatch = &inputError{msg: "the auth_token argument and the Authorization header name different tokens: " +
-		"drop the auth_token argument to use the header, or fix the header"}
-	errBadLogin = &inputError{msg: "login failed: the organization, user or password is wrong"}
-	errBadAdmin = &inputError{msg: "the organization does not exist or the admin password is wrong"}
+	"github.com/ctalk/ctalk/internal/relay"
 )
 
 // errInternal is what the model sees for anything unexpected; the cause is logged once.
@@ -25,14 +18,20 @@ var errInternal = errors.New("internal error: ctalk could not complete the call;
 
 var errUnavailable = errors.New("ctalk's database is unavailable right now: try again in a minute")
 
+// argError is an argument that could not be decoded; its text names the
+// argument, never its value.
+type argError struct{ msg string }
+
+func (e *argError) Error() string { return e.msg }
+
 // publicError turns an error from a tool into the text the model sees, logging
-// unexpected errors once. Only inputError texts (built from validated,
-// secret-free parts) pass through.
+// unexpected errors once. Only the rules' expected failures (built from
+// validated, secret-free parts) pass through; every kind is an error result.
 func publicError(ctx context.Context, log *slog.Logger, tool string, err error) string {
-	var in *inputError
+	var re *relay.Error
 	switch {
-	case errors.As(err, &in):
-		return in.msg
+	case errors.As(err, &re):
+		return re.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "the call was cancelled or timed out before it completed; try again"
 	case errors.Is(err, db.ErrUnavailable):
@@ -41,4 +40,43 @@ func publicError(ctx context.Context, log *slog.Logger, tool string, err error) 
 	}
 	log.ErrorContext(ctx, "tool failed", "tool", tool, "err", err)
 	return errInternal.Error()
+}
+
+// argumentError explains undecodable arguments without echoing their values.
+func argumentError(err error) string {
+	var in *argError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &in):
+		return in.msg
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return fmt.Sprintf("argument %s has the wrong type: send a %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()))
+	}
+	return "the arguments are not a valid JSON object: send the tool's arguments as named fields"
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "int", "int64":
+		return "number"
+	}
+	return goKind
+}
+
+// callers lists the panicking goroutine's frames (function, file, line).
+// Unlike debug.Stack it prints no argument words, which can reveal the
+// length of a password.
+func callers() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	var b strings.Builder
+	for {
+		f, more := frames.Next()
+		fmt.Fprintf(&b, "%s\n\t%s:%d\n", f.Function, f.File, f.Line)
+		if !more {
+			return b.String()
+		}
+	}
 }

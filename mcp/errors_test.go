@@ -92,7 +92,7 @@ func TestPanicIsInternal(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, panicStore{}, Options{})
 	const question = "Please forward my password hunter2-hunter2"
-	token := tokenPrefix + strings.Repeat("Z", 43)
+	token := "ctalk_" + strings.Repeat("Z", 43)
 	calls := []struct {
 		name string
 		args map[string]any

@@ -22,6 +22,13 @@ const (
 	testUserPassword  = "user-Secret-Staple-42"
 )
 
+// The rules' refusals the tests compare results with, word for word.
+const (
+	badLoginText = "login failed: the organization, user or password is wrong"
+	badAdminText = "the organization does not exist or the admin password is wrong"
+	badTokenText = "auth_token is invalid, expired or revoked: call login again to get a new one"
+)
+
 // testStart is where every harness clock starts: whole seconds, so both
 // backends store it exactly.
 var testStart = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)

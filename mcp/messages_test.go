@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
+	"github.com/ctalk/ctalk/internal/relay"
 )
 
 type inboxView struct {
@@ -52,7 +53,7 @@ func TestOnlyRecipientAnswers(t *testing.T) {
 			{"nobody's message", john, missing},
 			{"another organization", eve, id},
 		} {
-			want := notYourQuestion(tt.id).Error()
+			want := fmt.Sprintf("there is no question %d in your inbox: check_inbox lists the questions you can answer", tt.id)
 			h.wantFail("send_response", map[string]any{"auth_token": tt.token, "message_id": tt.id, "final_text": "Three attempts."}, want)
 			h.wantFail("propose_response", map[string]any{"auth_token": tt.token, "message_id": tt.id, "draft_text": "Three attempts."}, want)
 		}
@@ -132,7 +133,7 @@ func TestCheckRepliesSince(t *testing.T) {
 			want  []replyView
 		}{
 			{"", both},
-			{defaultSince, both},
+			{relay.DefaultSince, both},
 			{t1.Format(time.RFC3339), both},
 			{t1.Add(time.Second).Format(time.RFC3339), second},
 			{t2.Format(time.RFC3339), second},                                      // at or after

@@ -40,6 +40,48 @@ func (q *Queries) AnswerMessage(ctx context.Context, arg AnswerMessageParams) (i
 	return result.RowsAffected()
 }
 
+const askCheck = `-- name: AskCheck :one
+SELECT t.org_id, t.user_id, t.expires_at, t.revoked_at, u.deactivated_at AS caller_deactivated_at,
+       r.name AS to_name, r.deactivated_at AS to_deactivated_at
+FROM auth_tokens t
+JOIN users u ON u.org_id = t.org_id AND u.id = t.user_id
+LEFT JOIN users r ON r.org_id = t.org_id AND r.id = ?1
+WHERE t.token_hash = ?2
+`
+
+type AskCheckParams struct {
+	ToUserID  string
+	TokenHash []byte
+}
+
+type AskCheckRow struct {
+	OrgID               string
+	UserID              string
+	ExpiresAt           time.Time
+	RevokedAt           *time.Time
+	CallerDeactivatedAt *time.Time
+	ToName              *string
+	ToDeactivatedAt     *time.Time
+}
+
+// ask_person's reads in one statement, run inside its write transaction:
+// the token with its user's state, and the recipient in the token's
+// organization if there is one.
+func (q *Queries) AskCheck(ctx context.Context, arg AskCheckParams) (AskCheckRow, error) {
+	row := q.db.QueryRowContext(ctx, askCheck, arg.ToUserID, arg.TokenHash)
+	var i AskCheckRow
+	err := row.Scan(
+		&i.OrgID,
+		&i.UserID,
+		&i.ExpiresAt,
+		&i.RevokedAt,
+		&i.CallerDeactivatedAt,
+		&i.ToName,
+		&i.ToDeactivatedAt,
+	)
+	return i, err
+}
+
 const countQuestions = `-- name: CountQuestions :one
 SELECT COUNT(*) FROM messages
 WHERE org_id = ?1 AND from_user_id = ?2 AND to_user_id = ?3

@@ -1,4 +1,4 @@
-package mcp
+package relay
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func backoff(failures, free int64) time.Duration {
 
 // errThrottled says when to retry.
 func errThrottled(wait time.Duration) error {
-	return badInput("too many failed password attempts: retry in %d s", int64(math.Ceil(wait.Seconds())))
+	return errorf(KindThrottled, "too many failed password attempts: retry in %d s", int64(math.Ceil(wait.Seconds())))
 }
 
 // attempt counts a password attempt against the account and the address
@@ -61,11 +61,11 @@ func errThrottled(wait time.Duration) error {
 // throttle rows, so no more than the free failures get through before the
 // lock. A locked key refuses the attempt without counting it. The attempt
 // is counted as a failure until succeeded takes it back.
-func (t *tools) attempt(ctx context.Context, account string) error {
-	now := t.clock()
+func (s *Service) attempt(ctx context.Context, account string) error {
+	now := s.clock()
 	addr := addrKey(ctx)
 	var locked time.Duration
-	err := t.store.InTx(ctx, func(q db.Queries) error {
+	err := s.store.InTx(ctx, func(q db.Queries) error {
 		for _, k := range []struct {
 			key  string
 			free int64
@@ -98,8 +98,8 @@ func (t *tools) attempt(ctx context.Context, account string) error {
 
 // succeeded forgets the account's failures and takes back the attempt
 // counted against the address.
-func (t *tools) succeeded(ctx context.Context, account string) error {
-	return t.store.InTx(ctx, func(q db.Queries) error {
+func (s *Service) succeeded(ctx context.Context, account string) error {
+	return s.store.InTx(ctx, func(q db.Queries) error {
 		if err := q.ClearThrottle(ctx, account); err != nil {
 			return err
 		}
@@ -113,18 +113,18 @@ func (t *tools) succeeded(ctx context.Context, account string) error {
 // checkPassword verifies a password under the throttle: the attempt is
 // counted first, nothing is hashed while the account or address is locked,
 // and only a success takes the count back.
-func (t *tools) checkPassword(ctx context.Context, account, encoded, password string, exists bool) (bool, error) {
-	if err := t.attempt(ctx, account); err != nil {
+func (s *Service) checkPassword(ctx context.Context, account, encoded, password string, exists bool) (bool, error) {
+	if err := s.attempt(ctx, account); err != nil {
 		return false, err
 	}
-	ok, err := t.hash.Verify(ctx, encoded, password)
+	ok, err := s.hash.Verify(ctx, encoded, password)
 	if err != nil {
 		return false, err
 	}
 	if !ok || !exists {
 		return false, nil
 	}
-	if err := t.succeeded(ctx, account); err != nil {
+	if err := s.succeeded(ctx, account); err != nil {
 		return false, fmt.Errorf("record successful attempt: %w", err)
 	}
 	return true, nil

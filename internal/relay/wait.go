@@ -1,10 +1,8 @@
-package mcp
+package relay
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -12,8 +10,8 @@ import (
 	"github.com/ctalk/ctalk/db"
 )
 
-// wait_for_messages: a long poll over the caller's events (questions asked of
-// them, answers to their questions) by sequence number. Delivery is
+// Waiting: a long poll over the caller's events (questions asked of them,
+// answers to their questions) by sequence number. Delivery is
 // at-least-once: the caller passes back the cursor of the last event it
 // handled, and a call that is cut off mid-wait loses nothing.
 //
@@ -21,11 +19,13 @@ import (
 // own beyond the request's: it sleeps on the store's wake-up channel, and
 // each wake-up costs one query.
 
+// Wait limits, in seconds.
 const (
-	defaultWaitSeconds = 30
-	// maxWaitSeconds keeps a wait well inside the HTTP server's 90 s write
+	// DefaultWaitSeconds is how long a wait lasts when the caller does not say.
+	DefaultWaitSeconds = 30
+	// MaxWaitSeconds keeps a wait well inside the HTTP server's 90 s write
 	// timeout and the 60 s idle limit of common proxies.
-	maxWaitSeconds = 55
+	MaxWaitSeconds = 55
 	eventsPage     = 20
 	// latestCursor asks for events after the call only.
 	latestCursor = "latest"
@@ -37,48 +37,14 @@ const (
 // open one connection each, while interactive tools queue behind them.
 var lookSlots = make(chan struct{}, 4)
 
-type waitArgs struct {
-	AuthToken      string      `json:"auth_token"`
-	TimeoutSeconds *waitTime   `json:"timeout_seconds"`
-	Cursor         eventCursor `json:"cursor"`
-}
-
-// waitTime accepts seconds as a JSON number or as text such as "30".
-type waitTime float64
-
-func (w *waitTime) UnmarshalJSON(b []byte) error {
-	s := strings.Trim(strings.TrimSpace(string(b)), `"`)
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-		return badInput("timeout_seconds must be a number of seconds from 0 to %d", maxWaitSeconds)
-	}
-	*w = waitTime(f)
-	return nil
-}
-
-// eventCursor accepts the cursor as text or as a JSON number.
-type eventCursor string
-
-func (c *eventCursor) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		var n json.Number
-		if json.Unmarshal(b, &n) != nil {
-			return badInput("cursor must be the cursor value from a previous wait_for_messages result (or omit it)")
-		}
-		s = n.String()
-	}
-	*c = eventCursor(s)
-	return nil
-}
-
-type waitEvent struct {
+// WaitEvent is a question asked of the caller or an answer to their question.
+type WaitEvent struct {
 	// Kind is "question" (asked of you) or "answer" (to a question you asked).
 	Kind      string `json:"kind"`
 	Cursor    string `json:"cursor"`
 	MessageID int64  `json:"message_id"`
 	// From is who asked the question, or who answered it.
-	From     person    `json:"from"`
+	From     Person    `json:"from"`
 	Question string    `json:"question"`
 	Answer   string    `json:"answer,omitempty"`
 	At       time.Time `json:"at"`
@@ -86,8 +52,9 @@ type waitEvent struct {
 	AlreadyAnswered bool `json:"already_answered,omitempty"`
 }
 
-type waitResult struct {
-	Events   []waitEvent `json:"events"`
+// WaitResult is a page of events and the cursor after them.
+type WaitResult struct {
+	Events   []WaitEvent `json:"events"`
 	Cursor   string      `json:"cursor"`
 	More     bool        `json:"more"`
 	TimedOut bool        `json:"timed_out"`
@@ -95,14 +62,18 @@ type waitResult struct {
 	NextStep string      `json:"next_step"`
 }
 
-func (t *tools) waitForMessages(ctx context.Context, a waitArgs) (any, error) {
-	timeout := time.Duration(defaultWaitSeconds) * time.Second
-	if a.TimeoutSeconds != nil {
-		timeout = time.Duration(min(float64(*a.TimeoutSeconds), maxWaitSeconds) * float64(time.Second))
+// Wait returns the caller's events after cursor ("" for every past event,
+// "latest" for only what arrives after the call), waiting up to
+// timeoutSeconds (nil: DefaultWaitSeconds; at most MaxWaitSeconds) for one
+// when there is none yet. A wait that times out is an empty result, not an error.
+func (s *Service) Wait(ctx context.Context, cred Credentials, cursor string, timeoutSeconds *float64) (WaitResult, error) {
+	timeout := time.Duration(DefaultWaitSeconds) * time.Second
+	if timeoutSeconds != nil {
+		timeout = time.Duration(min(*timeoutSeconds, MaxWaitSeconds) * float64(time.Second))
 	}
 	var after int64
 	latest := false
-	switch c := strings.TrimSpace(string(a.Cursor)); {
+	switch c := strings.TrimSpace(cursor); {
 	case c == "":
 	case strings.EqualFold(c, latestCursor):
 		latest = true
@@ -110,7 +81,7 @@ func (t *tools) waitForMessages(ctx context.Context, a waitArgs) (any, error) {
 		var err error
 		after, err = strconv.ParseInt(c, 10, 64)
 		if err != nil || after < 0 {
-			return nil, badInput("cursor must be the cursor value from a previous wait_for_messages result, " +
+			return WaitResult{}, badInput("cursor must be the cursor value from a previous wait_for_messages result, " +
 				"\"latest\", or empty for every past message")
 		}
 	}
@@ -118,23 +89,23 @@ func (t *tools) waitForMessages(ctx context.Context, a waitArgs) (any, error) {
 	// The first look needs no subscription: most calls after a wake-up find
 	// something at once.
 	var c caller
-	res, err := t.lookForEvents(ctx, a.AuthToken, &c, &after, &latest)
+	res, err := s.lookForEvents(ctx, cred, &c, &after, &latest)
 	if err != nil || len(res.Events) > 0 || timeout <= 0 {
 		return res, err
 	}
-	wake, unsubscribe := t.store.Subscribe(ctx, c.user.OrgID, c.user.ID)
+	wake, unsubscribe := s.store.Subscribe(ctx, c.user.OrgID, c.user.ID)
 	defer unsubscribe()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		// Look again once subscribed: an event that committed between the
 		// first look and the subscription woke nobody.
-		if res, err = t.lookForEvents(ctx, a.AuthToken, &c, &after, &latest); err != nil || len(res.Events) > 0 {
+		if res, err = s.lookForEvents(ctx, cred, &c, &after, &latest); err != nil || len(res.Events) > 0 {
 			return res, err
 		}
 		select {
 		case <-wake:
-		case <-t.draining:
+		case <-s.draining:
 			// The server is shutting down: end the wait now with its normal
 			// empty result instead of holding the drain up to 55 s.
 			res.TimedOut = true
@@ -146,7 +117,7 @@ func (t *tools) waitForMessages(ctx context.Context, a waitArgs) (any, error) {
 				timeout.Round(time.Second), res.Cursor)
 			return res, nil
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return WaitResult{}, ctx.Err()
 		}
 	}
 }
@@ -154,17 +125,17 @@ func (t *tools) waitForMessages(ctx context.Context, a waitArgs) (any, error) {
 // lookForEvents authenticates the caller (again: a token revoked mid-wait
 // stops the wait) and reads one page of events after *after, resolving a
 // "latest" cursor to the organization's current sequence number first.
-func (t *tools) lookForEvents(ctx context.Context, token string, c *caller, after *int64, latest *bool) (waitResult, error) {
+func (s *Service) lookForEvents(ctx context.Context, cred Credentials, c *caller, after *int64, latest *bool) (WaitResult, error) {
 	select {
 	case lookSlots <- struct{}{}:
 		defer func() { <-lookSlots }()
 	case <-ctx.Done():
-		return waitResult{}, ctx.Err()
+		return WaitResult{}, ctx.Err()
 	}
-	var res waitResult
-	err := t.store.View(ctx, func(q db.Queries) error {
+	var res WaitResult
+	err := s.store.View(ctx, func(q db.Queries) error {
 		var err error
-		if *c, err = t.authenticate(ctx, q, token); err != nil {
+		if *c, err = s.authenticate(ctx, q, cred); err != nil {
 			return err
 		}
 		if *latest {
@@ -187,25 +158,25 @@ func (t *tools) lookForEvents(ctx context.Context, token string, c *caller, afte
 }
 
 // eventsResult renders a page of events read after cursor.
-func eventsResult(rows []db.Event, cursor int64) waitResult {
-	res := waitResult{Events: make([]waitEvent, 0, len(rows)), Notice: untrustedNotice}
+func eventsResult(rows []db.Event, cursor int64) WaitResult {
+	res := WaitResult{Events: make([]WaitEvent, 0, len(rows)), Notice: UntrustedNotice}
 	if len(rows) > eventsPage {
 		rows, res.More = rows[:eventsPage], true
 	}
 	questions, answers := 0, 0
 	for _, r := range rows {
-		e := waitEvent{
+		e := WaitEvent{
 			Kind: r.Kind, Cursor: strconv.FormatInt(r.Seq, 10), MessageID: r.MessageID, Question: r.Question,
 		}
 		switch r.Kind {
 		case db.EventQuestion:
 			questions++
-			e.From = person{UserID: r.FromUserID, Name: r.OtherName}
+			e.From = Person{UserID: r.FromUserID, Name: r.OtherName}
 			e.At = r.AskedAt
 			e.AlreadyAnswered = r.AnsweredAt != nil
 		case db.EventAnswer:
 			answers++
-			e.From = person{UserID: r.ToUserID, Name: r.OtherName}
+			e.From = Person{UserID: r.ToUserID, Name: r.OtherName}
 			e.At = *r.AnsweredAt
 			e.Answer = *r.AnswerText
 		}

@@ -1,38 +1,38 @@
-package mcp
+package relay
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 	"unicode/utf8"
 )
 
 // Field limits, in characters. They bound what one call can store and what a
-// model has to read back; each error names the limit.
+// model has to read back; each error names the limit, and faces declare them
+// in their schemas.
 const (
-	maxIDLen        = 64
-	maxNameLen      = 100
-	maxOwnershipLen = 500
-	maxNotesLen     = 4000
-	maxQuestionLen  = 8000
-	maxAnswerLen    = 16000
-	minUserPassLen  = 8
-	minAdminPassLen = 12
-	maxPasswordLen  = 256
-	maxTokenLen     = 200
+	// MaxIDLen bounds org_id and user_id.
+	MaxIDLen = 64
+	// MaxNameLen bounds display names.
+	MaxNameLen = 100
+	// MaxOwnershipLen bounds what a person owns.
+	MaxOwnershipLen = 500
+	// MaxNotesLen bounds notes and profile notes.
+	MaxNotesLen = 4000
+	// MaxQuestionLen bounds a question.
+	MaxQuestionLen = 8000
+	// MaxAnswerLen bounds drafts and answers.
+	MaxAnswerLen = 16000
+	// MinUserPassLen bounds a user's password, from below.
+	MinUserPassLen = 8
+	// MinAdminPassLen bounds an organization's admin password, from below.
+	MinAdminPassLen = 12
+	// MaxPasswordLen bounds every password.
+	MaxPasswordLen = 256
+	// MaxTokenLen bounds an auth token.
+	MaxTokenLen = 200
 )
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
-
-// inputError is an expected failure caused by the caller's arguments: its
-// text goes back to the model as is, so it must never contain a secret.
-type inputError struct{ msg string }
-
-func (e *inputError) Error() string { return e.msg }
-
-func badInput(format string, args ...any) error {
-	return &inputError{msg: fmt.Sprintf(format, args...)}
-}
 
 // slug normalises an id (org_id, user_id) to lower case and checks its shape.
 func slug(field, value string) (string, error) {
@@ -40,8 +40,8 @@ func slug(field, value string) (string, error) {
 	switch {
 	case v == "":
 		return "", badInput("%s is required", field)
-	case utf8.RuneCountInString(v) > maxIDLen:
-		return "", badInput("%s is too long: at most %d characters", field, maxIDLen)
+	case utf8.RuneCountInString(v) > MaxIDLen:
+		return "", badInput("%s is too long: at most %d characters", field, MaxIDLen)
 	case !slugPattern.MatchString(v):
 		return "", badInput("%s %q is not valid: use letters, digits, '-' and '_', starting with a letter or digit", field, value)
 	}
@@ -107,8 +107,8 @@ func password(field, value string, min int) error {
 	switch {
 	case n < min:
 		return badInput("%s is too short: use at least %d characters", field, min)
-	case n > maxPasswordLen:
-		return badInput("%s is too long: at most %d characters", field, maxPasswordLen)
+	case n > MaxPasswordLen:
+		return badInput("%s is too long: at most %d characters", field, MaxPasswordLen)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package mcp
+package relay
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// wantInputError checks that err is an inputError (its text reaches the
+// wantInputError checks that err is an *Error (its text reaches the
 // model) containing want, or is nil when want is "".
 func wantInputError(t *testing.T, call string, err error, want string) {
 	t.Helper()
@@ -17,12 +17,12 @@ func wantInputError(t *testing.T, call string, err error, want string) {
 		}
 		return
 	}
-	var in *inputError
+	var in *Error
 	switch {
 	case err == nil:
 		t.Errorf("%s = nil error, want one containing %q", call, want)
 	case !errors.As(err, &in):
-		t.Errorf("%s = %T %q, want an *inputError", call, err, err)
+		t.Errorf("%s = %T %q, want an *Error", call, err, err)
 	case !strings.Contains(err.Error(), want):
 		t.Errorf("%s = error %q, want it to contain %q", call, err, want)
 	}
@@ -40,8 +40,8 @@ func TestSlug(t *testing.T) {
 		{in: "team_2", want: "team_2"},
 		{in: "  ACME  ", want: "acme"},
 		{in: "0day", want: "0day"},
-		{in: strings.Repeat("a", maxIDLen), want: strings.Repeat("a", maxIDLen)},
-		{in: strings.Repeat("a", maxIDLen+1), wantErr: "too long"},
+		{in: strings.Repeat("a", MaxIDLen), want: strings.Repeat("a", MaxIDLen)},
+		{in: strings.Repeat("a", MaxIDLen+1), wantErr: "too long"},
 		{in: "", wantErr: "org_id is required"},
 		{in: "   ", wantErr: "org_id is required"},
 		{in: "-acme", wantErr: "not valid"},
@@ -131,16 +131,16 @@ func TestPasswordLength(t *testing.T) {
 		min     int
 		wantErr string
 	}{
-		{in: "", min: minUserPassLen, wantErr: "too short: use at least 8 characters"},
-		{in: "1234567", min: minUserPassLen, wantErr: "too short"},
-		{in: "12345678", min: minUserPassLen},
-		{in: "ééééééé", min: minUserPassLen, wantErr: "too short"}, // 14 bytes, 7 characters
-		{in: "éééééééé", min: minUserPassLen},
-		{in: "12345678901", min: minAdminPassLen, wantErr: "at least 12"},
-		{in: "123456789012", min: minAdminPassLen},
-		{in: strings.Repeat("p", maxPasswordLen), min: minUserPassLen},
-		{in: strings.Repeat("p", maxPasswordLen+1), min: minUserPassLen, wantErr: "too long: at most 256"},
-		{in: strings.Repeat("é", maxPasswordLen), min: minUserPassLen}, // 512 bytes, 256 characters
+		{in: "", min: MinUserPassLen, wantErr: "too short: use at least 8 characters"},
+		{in: "1234567", min: MinUserPassLen, wantErr: "too short"},
+		{in: "12345678", min: MinUserPassLen},
+		{in: "ééééééé", min: MinUserPassLen, wantErr: "too short"}, // 14 bytes, 7 characters
+		{in: "éééééééé", min: MinUserPassLen},
+		{in: "12345678901", min: MinAdminPassLen, wantErr: "at least 12"},
+		{in: "123456789012", min: MinAdminPassLen},
+		{in: strings.Repeat("p", MaxPasswordLen), min: MinUserPassLen},
+		{in: strings.Repeat("p", MaxPasswordLen+1), min: MinUserPassLen, wantErr: "too long: at most 256"},
+		{in: strings.Repeat("é", MaxPasswordLen), min: MinUserPassLen}, // 512 bytes, 256 characters
 	}
 	for _, tt := range tests {
 		err := password("password", tt.in, tt.min)

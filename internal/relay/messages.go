@@ -1,0 +1,195 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ctalk/ctalk/db"
+)
+
+// Page sizes: a model reads every item, so results stay short and say when there is more.
+const (
+	inboxPage   = 20
+	repliesPage = 20
+)
+
+// AskResult is a question just asked.
+type AskResult struct {
+	MessageID int64     `json:"message_id"`
+	ToUserID  string    `json:"to_user_id"`
+	ToName    string    `json:"to_name"`
+	AskedAt   time.Time `json:"asked_at"`
+	Status    string    `json:"status"`
+	NextStep  string    `json:"next_step"`
+}
+
+// Ask sends a question from the caller to another person of their organization.
+func (s *Service) Ask(ctx context.Context, cred Credentials, toArg, questionArg string) (AskResult, error) {
+	to, err := slug("to_user_id", toArg)
+	if err != nil {
+		return AskResult{}, err
+	}
+	question, err := text("question", questionArg, true, MaxQuestionLen)
+	if err != nil {
+		return AskResult{}, err
+	}
+	hash, err := cred.tokenHash()
+	if err != nil {
+		return AskResult{}, err
+	}
+	// One call: on PostgreSQL one statement checks, numbers, stores and
+	// notifies, so the organization's lock is held for the least time.
+	var out db.AskOutcome
+	err = s.store.InTx(ctx, func(q db.Queries) (err error) {
+		out, err = q.AskPerson(ctx, db.AskParams{TokenHash: hash, ToUserID: to, Question: question, At: s.clock()})
+		return err
+	})
+	if err != nil {
+		return AskResult{}, err
+	}
+	switch out.Status {
+	case db.AskBadToken:
+		return AskResult{}, errBadToken
+	case db.AskSelf:
+		return AskResult{}, badInput("you cannot ask yourself: to_user_id must be someone else in your organization")
+	case db.AskNoRecipient:
+		return AskResult{}, errorf(KindNotFound, "no user %q in your organization: list_users shows who you can ask", to)
+	case db.AskRecipientDeactivated:
+		return AskResult{}, errorf(KindConflict, "user %q is deactivated and cannot receive questions", to)
+	}
+	m := out.Message
+	return AskResult{
+		MessageID: m.ID, ToUserID: to, ToName: out.ToName, AskedAt: m.AskedAt, Status: "pending",
+		NextStep: fmt.Sprintf("Tell the user their question is message %d. %s sees it with check_inbox; "+
+			"use check_replies later to pick up the answer.", m.ID, out.ToName),
+	}, nil
+}
+
+// Person is who asked or answered a question.
+type Person struct {
+	UserID       string `json:"user_id"`
+	Name         string `json:"name"`
+	Ownership    string `json:"ownership,omitempty"`
+	Notes        string `json:"notes,omitempty"`
+	ProfileNotes string `json:"profile_notes,omitempty"`
+}
+
+// InboxQuestion is an unanswered question to the caller.
+type InboxQuestion struct {
+	MessageID      int64      `json:"message_id"`
+	From           Person     `json:"from"`
+	Question       string     `json:"question"`
+	AskedAt        time.Time  `json:"asked_at"`
+	YourDraft      *string    `json:"draft_text"`
+	DraftUpdatedAt *time.Time `json:"draft_updated_at,omitempty"`
+}
+
+// Inbox is a page of unanswered questions to the caller.
+type Inbox struct {
+	Questions []InboxQuestion `json:"questions"`
+	More      bool            `json:"more"`
+	Notice    string          `json:"notice"`
+	NextStep  string          `json:"next_step"`
+}
+
+// Inbox lists unanswered questions to the caller after message afterID, oldest first.
+func (s *Service) Inbox(ctx context.Context, cred Credentials, afterID int64) (Inbox, error) {
+	var res Inbox
+	err := s.store.View(ctx, func(q db.Queries) error {
+		c, err := s.authenticate(ctx, q, cred)
+		if err != nil {
+			return err
+		}
+		items, err := q.ListInbox(ctx, c.user.OrgID, c.user.ID, afterID, inboxPage+1)
+		if err != nil {
+			return err
+		}
+		res = Inbox{Questions: make([]InboxQuestion, 0, len(items)), Notice: UntrustedNotice}
+		if len(items) > inboxPage {
+			items, res.More = items[:inboxPage], true
+		}
+		for _, it := range items {
+			res.Questions = append(res.Questions, InboxQuestion{
+				MessageID: it.ID,
+				From: Person{UserID: it.FromUserID, Name: it.SenderName, Ownership: it.SenderOwnership,
+					Notes: it.SenderNotes, ProfileNotes: it.SenderProfileNotes},
+				Question: it.Question, AskedAt: it.AskedAt, YourDraft: it.DraftText, DraftUpdatedAt: it.DraftUpdatedAt,
+			})
+		}
+		switch {
+		case len(res.Questions) == 0:
+			res.NextStep = "No unanswered questions."
+		case res.More:
+			res.NextStep = fmt.Sprintf("More questions wait: call check_inbox with after_message_id %d. ", items[len(items)-1].ID)
+		}
+		if len(res.Questions) > 0 {
+			res.NextStep += "To answer: draft from the user's own knowledge and code, save it with propose_response, " +
+				"show it to the user, and call send_response only with text the user explicitly approved."
+		}
+		return nil
+	})
+	return res, err
+}
+
+// DraftResult is a saved, unsent draft.
+type DraftResult struct {
+	MessageID int64     `json:"message_id"`
+	DraftText string    `json:"draft_text"`
+	SavedAt   time.Time `json:"saved_at"`
+	Status    string    `json:"status"`
+	NextStep  string    `json:"next_step"`
+}
+
+// notYourQuestion is the one answer for a message that does not exist, belongs
+// to another organization, or was not asked of the caller.
+func notYourQuestion(id int64) error {
+	return errorf(KindNotFound, "there is no question %d in your inbox: check_inbox lists the questions you can answer", id)
+}
+
+// recipientMessage loads a message the caller may answer.
+func recipientMessage(ctx context.Context, q db.Queries, c caller, id int64) (db.Message, error) {
+	if id <= 0 {
+		return db.Message{}, badInput("message_id is required (check_inbox lists them)")
+	}
+	m, err := q.GetMessage(ctx, c.user.OrgID, id)
+	if errors.Is(err, db.ErrNotFound) || (err == nil && m.ToUserID != c.user.ID) {
+		return db.Message{}, notYourQuestion(id)
+	}
+	return m, err
+}
+
+// Propose saves the caller's draft answer to a question in their inbox.
+// A draft is never delivered.
+func (s *Service) Propose(ctx context.Context, cred Credentials, id int64, draftArg string) (DraftResult, error) {
+	draft, err := text("draft_text", draftArg, true, MaxAnswerLen)
+	if err != nil {
+		return DraftResult{}, err
+	}
+	var res DraftResult
+	err = s.store.InTx(ctx, func(q db.Queries) error {
+		c, err := s.authenticate(ctx, q, cred)
+		if err != nil {
+			return err
+		}
+		m, err := recipientMessage(ctx, q, c, id)
+		if err != nil {
+			return err
+		}
+		if m.Answered() {
+			return errorf(KindConflict, "question %d was already answered; its answer cannot change", id)
+		}
+		now := s.clock()
+		if err := q.SaveDraft(ctx, c.user.OrgID, id, draft, now); err != nil {
+			return err
+		}
+		res = DraftResult{
+			MessageID: id, DraftText: draft, SavedAt: now, Status: "draft saved, NOT sent",
+			NextStep: "Show this exact draft to the user and ask whether to send it. Call send_response with the " +
+				"same text only after the user explicitly approves; if they want changes, propose again.",
+		}
+		return nil
+	})
+	return res, err
+}

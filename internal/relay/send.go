@@ -1,0 +1,173 @@
+package relay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/ctalk/ctalk/db"
+)
+
+// Human approval of an answer is enforced here, not asked of a model. A face
+// that can show the human a confirmation (MCP elicitation, a web form) asks
+// about the exact text and passes the answer in; the only accepted approval
+// is one given for this caller, message and text. A face that cannot falls
+// back to the draft rule: only the draft saved with Propose, which the human
+// was shown, is sent.
+
+// Approval is what a face knows about the human's consent to one send.
+type Approval struct {
+	// CanAsk says the face can show the human a confirmation. Without it
+	// the draft rule applies and the other fields are ignored.
+	CanAsk bool
+	// Key is the key of the ApprovalRequest the human answered, or "".
+	Key string
+	// Accepted is the human's answer to that request.
+	Accepted bool
+	// Action names the answer for the record ("decline", "cancel").
+	Action string
+}
+
+// ApprovalRequest asks the face to show the human exactly what would be sent
+// and call Send again with their answer under Key.
+type ApprovalRequest struct {
+	Key       string
+	AskerID   string
+	AskerName string
+	MessageID int64
+	Question  string
+	FinalText string
+}
+
+// SentResult is an answer delivered (now or by an earlier identical call).
+type SentResult struct {
+	MessageID  int64     `json:"message_id"`
+	Status     string    `json:"status"`
+	FinalText  string    `json:"final_text"`
+	AnsweredAt time.Time `json:"answered_at"`
+	ToUserID   string    `json:"delivered_to_user_id"`
+}
+
+// NotSentResult is an answer the human refused to send.
+type NotSentResult struct {
+	MessageID int64  `json:"message_id"`
+	Status    string `json:"status"`
+	Reason    string `json:"reason"`
+}
+
+// SendOutcome is exactly one of: sent, not sent, or a request for approval.
+type SendOutcome struct {
+	Sent    *SentResult
+	NotSent *NotSentResult
+	Ask     *ApprovalRequest
+}
+
+// approvalKey binds an approval to one caller, message and exact text: an
+// "accept" given for other text does not send this one.
+func approvalKey(c caller, id int64, final string) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s", c.user.OrgID, c.user.ID, id, final))
+	return "send:" + hex.EncodeToString(sum[:16])
+}
+
+// errProposeFirst refuses a send the human has not been shown.
+func errProposeFirst(id int64) error {
+	return errorf(KindConflict, "send_response only sends text the user has seen: save this exact text with "+
+		"propose_response (message_id %d), show it to the user, and call send_response with it after they approve", id)
+}
+
+// Send delivers the caller's final answer to a question in their inbox,
+// exactly once: the same text again is the same success, other text is
+// refused, and concurrent sends of one answer deliver it once.
+func (s *Service) Send(ctx context.Context, cred Credentials, id int64, finalArg string, approval Approval) (SendOutcome, error) {
+	final, err := text("final_text", finalArg, true, MaxAnswerLen)
+	if err != nil {
+		return SendOutcome{}, err
+	}
+	// Read first: the human is asked about a question that exists and is
+	// still unanswered, before anything is locked.
+	var (
+		c     caller
+		m     db.Message
+		asker db.User
+		res   *SentResult
+	)
+	err = s.store.View(ctx, func(q db.Queries) error {
+		if c, err = s.authenticate(ctx, q, cred); err != nil {
+			return err
+		}
+		if m, err = recipientMessage(ctx, q, c, id); err != nil {
+			return err
+		}
+		if res, err = alreadySent(m, final); res != nil || err != nil {
+			return err
+		}
+		asker, err = q.GetUser(ctx, c.user.OrgID, m.FromUserID)
+		return err
+	})
+	if err != nil || res != nil {
+		return SendOutcome{Sent: res}, err
+	}
+	if approval.CanAsk {
+		key := approvalKey(c, id, final)
+		switch {
+		case approval.Key != key:
+			return SendOutcome{Ask: &ApprovalRequest{Key: key, AskerID: asker.ID, AskerName: asker.Name,
+				MessageID: id, Question: m.Question, FinalText: final}}, nil
+		case !approval.Accepted:
+			return SendOutcome{NotSent: &NotSentResult{MessageID: id, Status: "not sent",
+				Reason: fmt.Sprintf("the user did not approve sending this answer (%s); the question is still unanswered", approval.Action)}}, nil
+		}
+	} else if m.DraftText == nil || *m.DraftText != final {
+		return SendOutcome{}, errProposeFirst(id)
+	}
+	err = s.store.InTx(ctx, func(q db.Queries) error {
+		c, err := s.authenticate(ctx, q, cred)
+		if err != nil {
+			return err
+		}
+		// Take the organization's event lock before reading the message again:
+		// concurrent sends of one answer queue here, and each sees the answer
+		// of the one before it.
+		seq, err := q.AllocateEvent(ctx, c.user.OrgID)
+		if err != nil {
+			return err
+		}
+		m, err := recipientMessage(ctx, q, c, id)
+		if err != nil {
+			return err
+		}
+		if res, err = alreadySent(m, final); res != nil || err != nil {
+			return err
+		}
+		if !approval.CanAsk && (m.DraftText == nil || *m.DraftText != final) {
+			return errProposeFirst(id) // the draft changed meanwhile
+		}
+		now := s.clock()
+		if err := q.AnswerMessage(ctx, c.user.OrgID, id, final, now, seq); err != nil {
+			return err
+		}
+		if err := q.NotifyEvent(ctx, c.user.OrgID, m.FromUserID, seq); err != nil {
+			return err
+		}
+		res = &SentResult{MessageID: id, Status: "sent", FinalText: final, AnsweredAt: now, ToUserID: m.FromUserID}
+		return nil
+	})
+	if err != nil {
+		return SendOutcome{}, err
+	}
+	return SendOutcome{Sent: res}, nil
+}
+
+// alreadySent handles a question that has its answer: the same text again is
+// the same success, other text is refused.
+func alreadySent(m db.Message, final string) (*SentResult, error) {
+	if !m.Answered() {
+		return nil, nil
+	}
+	if *m.AnswerText != final {
+		return nil, errorf(KindConflict, "question %d was already answered with different text; an answer is sent once and cannot change", m.ID)
+	}
+	return &SentResult{MessageID: m.ID, Status: "already sent", FinalText: final, AnsweredAt: *m.AnsweredAt, ToUserID: m.FromUserID}, nil
+}
