@@ -22,7 +22,7 @@ import (
 
 const (
 	newPassword = "a-brand-new-password"
-	// The throttle's free failures, as set in mcp/throttle.go.
+	// The throttle's free failures, as set in internal/relay/throttle.go.
 	accountFreeFailures = 5
 	addrFreeFailures    = 20
 )

@@ -1,62 +1,29 @@
 package relayclient
 
-// Result types of the tools the local commands decode. Their JSON matches
-// what the relay renders (mcp/wait.go, mcp/accounts.go).
-//
-// TODO(merge): once the server's result types are exported from
-// internal/relay, use those instead of these copies.
+// The results the local commands decode are the relay's own exported types,
+// the very structs the server renders, so the two cannot drift apart.
 
 import (
 	"context"
 	"strings"
-	"time"
+
+	"github.com/ctalk/ctalk/internal/relay"
 )
 
 // MaxWaitSeconds is the longest wait_for_messages the relay honours.
-const MaxWaitSeconds = 55
+const MaxWaitSeconds = relay.MaxWaitSeconds
 
 // Person is who asked or answered.
-type Person struct {
-	UserID    string `json:"user_id"`
-	Name      string `json:"name"`
-	Ownership string `json:"ownership,omitempty"`
-	Notes     string `json:"notes,omitempty"`
-}
+type Person = relay.Person
 
 // Event is one event of a wait_for_messages result.
-type Event struct {
-	// Kind is "question" (asked of you) or "answer" (to a question you asked).
-	Kind      string `json:"kind"`
-	Cursor    string `json:"cursor"`
-	MessageID int64  `json:"message_id"`
-	// From is who asked the question, or who answered it.
-	From     Person    `json:"from"`
-	Question string    `json:"question"`
-	Answer   string    `json:"answer,omitempty"`
-	At       time.Time `json:"at"`
-	// AlreadyAnswered marks a question you have answered since it was asked.
-	AlreadyAnswered bool `json:"already_answered,omitempty"`
-}
+type Event = relay.WaitEvent
 
 // WaitResult is a wait_for_messages result.
-type WaitResult struct {
-	Events   []Event `json:"events"`
-	Cursor   string  `json:"cursor"`
-	More     bool    `json:"more"`
-	TimedOut bool    `json:"timed_out"`
-	Notice   string  `json:"notice"`
-	NextStep string  `json:"next_step"`
-}
+type WaitResult = relay.WaitResult
 
 // LoginResult is a login result.
-type LoginResult struct {
-	AuthToken string    `json:"auth_token"`
-	ExpiresAt time.Time `json:"expires_at"`
-	OrgID     string    `json:"org_id"`
-	UserID    string    `json:"user_id"`
-	Name      string    `json:"name"`
-	Note      string    `json:"note"`
-}
+type LoginResult = relay.LoginResult
 
 // WaitForMessages calls wait_for_messages once: events after cursor
 // ("latest" for events from now on, "" for all), waiting up to seconds.
