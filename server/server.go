@@ -38,6 +38,15 @@ type Config struct {
 	AllowedOrigins []string
 	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client
+	// (see ParseTrustedProxies). Empty trusts nobody: the client is the
+	// connection's peer, so nobody can dodge the password throttle by
+	// writing their own X-Forwarded-For.
+	TrustedProxies []netip.Prefix
+	// ClientIPHeader, if set, is a header a trusted proxy sets to the
+	// client's address (Fly-Client-IP on Fly.io); from a trusted proxy it
+	// wins over X-Forwarded-For. Ignored from anyone else.
+	ClientIPHeader string
 }
 
 // Handler returns the HTTP handler for every route.
@@ -48,6 +57,7 @@ func Handler(cfg Config) http.Handler {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	fwd := proxies{trusted: cfg.TrustedProxies, header: cfg.ClientIPHeader}
 	streamable := mcpserver.NewStreamableHTTPServer(cfg.MCP,
 		// Session ids are minted at initialize but no request depends on
 		// state kept for them: any replica answers any request, with no
@@ -63,7 +73,7 @@ func Handler(cfg Config) http.Handler {
 		mcpserver.WithDisableStreaming(true),
 		mcpserver.WithStreamableHTTPLogger(cfg.Logger),
 		mcpserver.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
-			ctx = mcp.WithClientAddr(ctx, clientAddr(r))
+			ctx = mcp.WithClientAddr(ctx, fwd.clientKey(r))
 			return mcp.WithBearerToken(ctx, mcp.BearerToken(r.Header.Get("Authorization")))
 		}),
 	)
@@ -125,33 +135,6 @@ func baseURL(r *http.Request) string {
 	}
 	return scheme + "://" + r.Host
 }
-
-// clientAddr is the caller's IP address for password throttling. Behind a
-// host's proxy (Railway, Render) the connection comes from the proxy on a
-// private address, and the proxy appends the client's address to
-// X-Forwarded-For: its last entry is the one the nearest proxy saw. A
-// connection from a public address is the client itself, and its
-// X-Forwarded-For is ignored (it could be forged to dodge the throttle).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	peer, err := netip.ParseAddr(host)
-	if err != nil || !(peer.IsPrivate() || peer.IsLoopback() || cgnat.Contains(peer.Unmap())) {
-		return host
-	}
-	if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
-		parts := strings.Split(xff[len(xff)-1], ",")
-		if a, err := netip.ParseAddr(strings.TrimSpace(parts[len(parts)-1])); err == nil {
-			return a.String()
-		}
-	}
-	return host
-}
-
-// cgnat is the shared address space some hosts' internal networks use.
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
 // checkOrigin refuses browser requests from other sites (cross-site requests
 // and DNS rebinding, which the MCP transport spec requires servers to stop).
