@@ -54,6 +54,7 @@ func Handler(cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Logger = redacting(cfg.Logger)
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -71,6 +72,7 @@ func Handler(cfg Config) http.Handler {
 		// In stateless mode every GET stream shares one session, so a
 		// notification could reach the wrong client: no GET streams (405).
 		mcpserver.WithDisableStreaming(true),
+		// mcp-go names the session in some lines: cfg.Logger is redacting.
 		mcpserver.WithStreamableHTTPLogger(cfg.Logger),
 		mcpserver.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
 			ctx = mcp.WithClientAddr(ctx, fwd.clientKey(r))
@@ -250,7 +252,7 @@ func (s *statusRecorder) Flush() {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // logRequests logs one line per request: method, path, status, duration.
-// Never headers (tokens) or bodies (passwords, messages).
+// Never headers (tokens, session ids) or bodies (passwords, messages).
 func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
