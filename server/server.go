@@ -38,6 +38,10 @@ type Config struct {
 	AllowedOrigins []string
 	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// PublicURL is where clients reach this server (see ParsePublicURL);
+	// GET / builds the URLs it suggests from it. Empty: from the request's
+	// Host when that is a plain host[:port], else http://localhost.
+	PublicURL string
 	// TrustedProxies are the proxies whose X-Forwarded-For names the client
 	// (see ParseTrustedProxies). Empty trusts nobody: the client is the
 	// connection's peer, so nobody can dodge the password throttle by
@@ -86,7 +90,7 @@ func Handler(cfg Config) http.Handler {
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", health(cfg.Store))
-	mux.HandleFunc("GET /{$}", index(cfg.Version))
+	mux.HandleFunc("GET /{$}", index(cfg.Version, cfg.PublicURL))
 	mux.Handle("/mcp", checkOrigin(origins, limitBody(cfg.MaxBodyBytes, longWrite(streamable))))
 	return logRequests(cfg.Logger, mux)
 }
@@ -111,31 +115,6 @@ func health(store db.Store) http.HandlerFunc {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}
-}
-
-// index describes the service and how to add it to Claude Code.
-func index(version string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		endpoint := baseURL(r) + "/mcp"
-		writeJSON(w, http.StatusOK, map[string]string{
-			"service":        "ctalk",
-			"description":    "Ask coworkers questions through Claude Code; answers are sent only after the person approves them.",
-			"version":        version,
-			"mcp_endpoint":   endpoint,
-			"claude_mcp_add": "claude mcp add --transport http ctalk " + endpoint + " -s user",
-			"health":         baseURL(r) + "/health",
-		})
-	}
-}
-
-// baseURL is the URL clients reach this server at; hosts such as Railway and
-// Render terminate TLS in front of it and say so in X-Forwarded-Proto.
-func baseURL(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
 }
 
 // checkOrigin refuses browser requests from other sites (cross-site requests
