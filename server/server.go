@@ -4,11 +4,9 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -38,6 +36,18 @@ type Config struct {
 	AllowedOrigins []string
 	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// MaxBodyBytesInFlight bounds the body bytes of all /mcp requests held
+	// at once (default DefaultMaxBodyBytesInFlight; never below one
+	// MaxBodyBytes). A request that would exceed it gets 503, Retry-After.
+	MaxBodyBytesInFlight int64
+	// MaxConcurrentRequests bounds /mcp requests served at once, long
+	// waits included (default DefaultMaxConcurrentRequests); more get 503
+	// with Retry-After.
+	MaxConcurrentRequests int
+	// MaxSessions bounds the initialized sessions one replica remembers
+	// (default DefaultMaxSessions); beyond it the least recently used idle
+	// one is forgotten.
+	MaxSessions int
 	// PublicURL is where clients reach this server (see ParsePublicURL);
 	// GET / builds the URLs it suggests from it. Empty: from the request's
 	// Host when that is a plain host[:port], else http://localhost.
@@ -55,12 +65,27 @@ type Config struct {
 
 // Handler returns the HTTP handler for every route.
 func Handler(cfg Config) http.Handler {
+	h, _ := handler(cfg)
+	return h
+}
+
+// handler is Handler, with the sessions it remembers for tests to count.
+func handler(cfg Config) (http.Handler, *sessions) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Logger = redacting(cfg.Logger)
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxBodyBytesInFlight <= 0 {
+		cfg.MaxBodyBytesInFlight = DefaultMaxBodyBytesInFlight
+	}
+	if cfg.MaxConcurrentRequests <= 0 {
+		cfg.MaxConcurrentRequests = DefaultMaxConcurrentRequests
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
 	}
 	fwd := proxies{trusted: cfg.TrustedProxies, header: cfg.ClientIPHeader}
 	streamable := mcpserver.NewStreamableHTTPServer(cfg.MCP,
@@ -71,8 +96,8 @@ func Handler(cfg Config) http.Handler {
 		// call; with minted ids it can, on the replica that asked.)
 		mcpserver.WithSessionIdManager(&lenientSessions{}),
 		// Forget per-session state (client capabilities) of clients that
-		// went away without DELETE.
-		mcpserver.WithSessionIdleTTL(time.Hour),
+		// went away without DELETE; sessions.track bounds it meanwhile.
+		mcpserver.WithSessionIdleTTL(sessionIdleTTL),
 		// In stateless mode every GET stream shares one session, so a
 		// notification could reach the wrong client: no GET streams (405).
 		mcpserver.WithDisableStreaming(true),
@@ -91,8 +116,9 @@ func Handler(cfg Config) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", health(cfg.Store))
 	mux.HandleFunc("GET /{$}", index(cfg.Version, cfg.PublicURL))
-	mux.Handle("/mcp", checkOrigin(origins, limitBody(cfg.MaxBodyBytes, longWrite(streamable))))
-	return logRequests(cfg.Logger, mux)
+	g, tracked := newGate(cfg), newSessions(streamable, cfg.MaxSessions)
+	mux.Handle("/mcp", checkOrigin(origins, g.admit(g.readBody(tracked.track(longWrite(streamable))))))
+	return logRequests(cfg.Logger, mux), tracked
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -177,35 +203,6 @@ func longWrite(next http.Handler) http.Handler {
 		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(mcpWriteTimeout)) //nolint:errcheck // best effort
 		next.ServeHTTP(w, r)
 	})
-}
-
-// limitBody reads the body up front with a limit, answering 413 with a clear
-// JSON-RPC error when it is too large (mcp-go reads bodies without a limit).
-func limitBody(max int64, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			writeJSON(w, http.StatusRequestEntityTooLarge, jsonRPCError(-32600,
-				"request body is larger than the limit of "+byteSize(max)+": send shorter text"))
-			return
-		case err != nil:
-			writeJSON(w, http.StatusBadRequest, jsonRPCError(-32700, "could not read the request body"))
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r)
-	})
-}
-
-func byteSize(n int64) string {
-	b, _ := json.Marshal(n)
-	return string(b) + " bytes"
 }
 
 func jsonRPCError(code int, msg string) map[string]any {
