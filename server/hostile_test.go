@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
@@ -25,10 +26,14 @@ type liveSessions struct{ n atomic.Int64 }
 // mcpServer is a bare mcp-go server (initialize is all a stranger needs)
 // whose hooks count the sessions mcp-go registers and forgets.
 func (l *liveSessions) mcpServer() *mcpserver.MCPServer {
+	return mcpserver.NewMCPServer("ctalk", testVersion, mcpserver.WithHooks(l.hooks()))
+}
+
+func (l *liveSessions) hooks() *mcpserver.Hooks {
 	hooks := &mcpserver.Hooks{}
 	hooks.AddOnRegisterSession(func(context.Context, mcpserver.ClientSession) { l.n.Add(1) })
 	hooks.AddOnUnregisterSession(func(context.Context, mcpserver.ClientSession) { l.n.Add(-1) })
-	return mcpserver.NewMCPServer("ctalk", testVersion, mcpserver.WithHooks(hooks))
+	return hooks
 }
 
 // initializeWith is an initialize request whose clientInfo name is size bytes.
@@ -227,4 +232,30 @@ func TestLargeBodiesMeasure(t *testing.T) {
 	statuses := flood(t, srv.URL+"/mcp", body, 100, 100)
 	peak := stop()
 	t.Logf("100 bodies of 1 MiB at once: answers %v; HeapInuse before %d MiB, peak %d MiB", statuses, before.inUse>>20, peak>>20)
+}
+
+// TestSessionsBoundedWhenInitializeStreams: an initialize answered as an
+// SSE stream (the server notified the client meanwhile) carries no session
+// id header, yet mcp-go registers the session; it counts all the same.
+func TestSessionsBoundedWhenInitializeStreams(t *testing.T) {
+	t.Parallel()
+	var live liveSessions
+	hooks := live.hooks()
+	mcpSrv := mcpserver.NewMCPServer("ctalk", testVersion, mcpserver.WithHooks(hooks))
+	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcpgo.InitializeRequest, _ *mcpgo.InitializeResult) {
+		mcpSrv.SendNotificationToClient(ctx, "notifications/message", map[string]any{"level": "info", "data": "hi"}) //nolint:errcheck // best effort
+	})
+	h, tracked := handler(Config{Store: sqliteStore(t), MCP: mcpSrv, MaxSessions: 2})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	for range 6 {
+		resp, b := do(t, http.MethodPost, srv.URL+"/mcp", initializeBody, mcpHeader())
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") ||
+			resp.Header.Get("Mcp-Session-Id") != "" {
+			t.Fatalf("initialize = %d %v %s, want 200 as an SSE stream without a session id header (the case tested)", resp.StatusCode, resp.Header, b)
+		}
+	}
+	if live.n.Load() != 2 || tracked.live() != 2 {
+		t.Errorf("after 6 streamed initialize with MaxSessions 2, mcp-go keeps %d sessions and ctalk %d, want 2", live.n.Load(), tracked.live())
+	}
 }

@@ -88,13 +88,16 @@ func handler(cfg Config) (http.Handler, *sessions) {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
 	fwd := proxies{trusted: cfg.TrustedProxies, header: cfg.ClientIPHeader}
+	tracked := newSessions(cfg.MaxSessions)
 	streamable := mcpserver.NewStreamableHTTPServer(cfg.MCP,
 		// Session ids are minted at initialize but no request depends on
 		// state kept for them: any replica answers any request, with no
 		// sticky sessions. (mcp-go's fully stateless mode cannot carry a
 		// 2025-11-25 client's answer to an elicitation back to the waiting
 		// call; with minted ids it can, on the replica that asked.)
-		mcpserver.WithSessionIdManager(&lenientSessions{}),
+		// The ids are lenientSessions'; tracked learns which one each
+		// initialize mints.
+		mcpserver.WithSessionIdManagerResolver(tracked),
 		// Forget per-session state (client capabilities) of clients that
 		// went away without DELETE; sessions.track bounds it meanwhile.
 		mcpserver.WithSessionIdleTTL(sessionIdleTTL),
@@ -116,7 +119,8 @@ func handler(cfg Config) (http.Handler, *sessions) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", health(cfg.Store))
 	mux.HandleFunc("GET /{$}", index(cfg.Version, cfg.PublicURL))
-	g, tracked := newGate(cfg), newSessions(streamable, cfg.MaxSessions)
+	tracked.mcp = streamable
+	g := newGate(cfg)
 	mux.Handle("/mcp", checkOrigin(origins, g.admit(g.readBody(tracked.track(longWrite(streamable))))))
 	return logRequests(cfg.Logger, mux), tracked
 }
@@ -177,20 +181,6 @@ func isLoopbackHost(hostport string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
-}
-
-// lenientSessions mints session ids and accepts any request that carries
-// one of ours or none at all: no request depends on per-session state, so
-// a client that does not echo the id (or reaches another replica) still works.
-type lenientSessions struct {
-	mcpserver.StatelessGeneratingSessionIdManager
-}
-
-func (l *lenientSessions) Validate(id string) (bool, error) {
-	if id == "" {
-		return false, nil
-	}
-	return l.StatelessGeneratingSessionIdManager.Validate(id)
 }
 
 // mcpWriteTimeout bounds one /mcp response. It is longer than the server's

@@ -41,8 +41,50 @@ type session struct {
 	minted   *list.Element // nil for an id this replica did not mint
 }
 
-func newSessions(mcp http.Handler, max int) *sessions {
-	return &sessions{mcp: mcp, max: max, ttl: sessionIdleTTL, now: time.Now, known: map[string]*session{}}
+// newSessions tracks up to max sessions; its mcp must be set before use.
+func newSessions(max int) *sessions {
+	return &sessions{max: max, ttl: sessionIdleTTL, now: time.Now, known: map[string]*session{}}
+}
+
+// lenientSessions mints session ids and accepts any request that carries
+// one of ours or none at all: no request depends on per-session state, so
+// a client that does not echo the id (or reaches another replica) still works.
+type lenientSessions struct {
+	mcpserver.StatelessGeneratingSessionIdManager
+}
+
+func (l *lenientSessions) Validate(id string) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	return l.StatelessGeneratingSessionIdManager.Validate(id)
+}
+
+// mintedKey carries, in a request's context, where the id minted for it goes.
+type mintedKey struct{}
+
+// recordingSessions are lenientSessions that note the id they mint for
+// one request.
+type recordingSessions struct {
+	lenientSessions
+	minted *string
+}
+
+func (m *recordingSessions) Generate() string {
+	*m.minted = m.lenientSessions.Generate()
+	return *m.minted
+}
+
+// ResolveSessionIdManager gives mcp-go, for each request, session ids that
+// tell track which id an initialize minted: mcp-go registers the session
+// then, whether or not its answer (JSON or SSE) carries the id.
+func (s *sessions) ResolveSessionIdManager(r *http.Request) mcpserver.SessionIdManager {
+	if r != nil {
+		if minted, ok := r.Context().Value(mintedKey{}).(*string); ok {
+			return &recordingSessions{minted: minted}
+		}
+	}
+	return &lenientSessions{} // mcp-go's idle sweep
 }
 
 // validID is the check mcp-go applies before it keeps anything for an id.
@@ -57,8 +99,9 @@ func (s *sessions) track(next http.Handler) http.Handler {
 		} else {
 			s.enter(id)
 		}
-		next.ServeHTTP(w, r)
-		if minted := w.Header().Get(mcpserver.HeaderKeySessionID); minted != "" && minted != id {
+		var minted string
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), mintedKey{}, &minted)))
+		if minted != "" {
 			s.minted(minted)
 		}
 		if id != "" {
