@@ -16,8 +16,10 @@ import (
 // strings, errors, panics) has session ids and bearer credentials masked.
 type redactHandler struct{ next slog.Handler }
 
-// redacting wraps log so that nothing it writes carries a header value.
-func redacting(log *slog.Logger) *slog.Logger {
+// RedactLogger wraps log so that nothing it writes carries a header value
+// (session ids, bearer credentials). Handler applies it to Config.Logger;
+// wrapping the process's root logger once covers every other package too.
+func RedactLogger(log *slog.Logger) *slog.Logger {
 	if _, ok := log.Handler().(redactHandler); ok {
 		return log
 	}

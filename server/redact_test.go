@@ -48,8 +48,8 @@ func TestLogsOmitHeaderValues(t *testing.T) {
 func TestRedactHandler(t *testing.T) {
 	t.Parallel()
 	var logs syncBuffer
-	log := redacting(slog.New(slog.NewTextHandler(&logs, nil)))
-	log = redacting(log.With("sessionID", "mcp-session-a1", "component", "mcp Bearer abc.def"))
+	log := RedactLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	log = RedactLogger(log.With("sessionID", "mcp-session-a1", "component", "mcp Bearer abc.def"))
 	log.WithGroup("g").Error("no session mcp-session-b2 for Bearer xyz",
 		"err", errString("session mcp-session-c3 gone"), "Authorization", "Bearer t0k", "status", 404,
 		slog.Group("req", "header", "h1", "id", "mcp-session-d4"))

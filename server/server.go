@@ -1,6 +1,8 @@
 // Package server is ctalk's HTTP front: GET /health, GET /, and the MCP
-// Streamable HTTP endpoint at /mcp, with timeouts, body limits, Origin
-// checks and graceful shutdown.
+// Streamable HTTP endpoint at /mcp, with timeouts, body limits, caps on
+// what strangers can make it hold (requests, body bytes, sessions), Origin
+// checks, the client address behind configured proxies, logs without
+// header values, and graceful shutdown.
 package server
 
 import (
@@ -74,7 +76,7 @@ func handler(cfg Config) (http.Handler, *sessions) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	cfg.Logger = redacting(cfg.Logger)
+	cfg.Logger = RedactLogger(cfg.Logger)
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
