@@ -72,7 +72,7 @@ func checkTokens(t *testing.T, cs *sdk.ClientSession, live bool, tokens ...strin
 }
 
 // forwardedFor is the header a proxy in front of ctalk adds for a client at
-// addr; the test server's peer is loopback, so ctalk trusts it.
+// addr; the test server trusts its loopback peer as that proxy.
 func forwardedFor(addr string) http.Header { return http.Header{"X-Forwarded-For": {addr}} }
 
 // TestAccountLogout: logout revokes the token at once, on a second server

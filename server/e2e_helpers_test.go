@@ -82,8 +82,14 @@ func newEnv(t *testing.T, store db.Store) *env {
 // serve starts server.Handler with its own mcp.Server over store and returns the /mcp URL.
 func serve(t *testing.T, store db.Store, opts mcp.Options, logger *slog.Logger) string {
 	t.Helper()
+	// The tests' clients stand behind a proxy on loopback that adds their
+	// X-Forwarded-For (see forwardedFor), as configured with CTALK_TRUSTED_PROXIES.
+	loopback, err := server.ParseTrustedProxies("127.0.0.1, ::1")
+	if err != nil {
+		t.Fatalf("ParseTrustedProxies: %v", err)
+	}
 	ts := httptest.NewServer(server.Handler(server.Config{
-		Store: store, MCP: mcp.NewServer(store, opts), Logger: logger, Version: "e2e",
+		Store: store, MCP: mcp.NewServer(store, opts), Logger: logger, Version: "e2e", TrustedProxies: loopback,
 	}))
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp"

@@ -1,14 +1,14 @@
 // Package server is ctalk's HTTP front: GET /health, GET /, and the MCP
-// Streamable HTTP endpoint at /mcp, with timeouts, body limits, Origin
-// checks and graceful shutdown.
+// Streamable HTTP endpoint at /mcp, with timeouts, body limits, caps on
+// what strangers can make it hold (requests, body bytes, sessions), Origin
+// checks, the client address behind configured proxies, logs without
+// header values, and graceful shutdown.
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -38,32 +38,78 @@ type Config struct {
 	AllowedOrigins []string
 	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// MaxBodyBytesInFlight bounds the body bytes of all /mcp requests held
+	// at once (default DefaultMaxBodyBytesInFlight; never below one
+	// MaxBodyBytes). A request that would exceed it gets 503, Retry-After.
+	MaxBodyBytesInFlight int64
+	// MaxConcurrentRequests bounds /mcp requests served at once, long
+	// waits included (default DefaultMaxConcurrentRequests); more get 503
+	// with Retry-After.
+	MaxConcurrentRequests int
+	// MaxSessions bounds the initialized sessions one replica remembers
+	// (default DefaultMaxSessions); beyond it the least recently used idle
+	// one is forgotten.
+	MaxSessions int
+	// PublicURL is where clients reach this server (see ParsePublicURL);
+	// GET / builds the URLs it suggests from it. Empty: from the request's
+	// Host when that is a plain host[:port], else http://localhost.
+	PublicURL string
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client
+	// (see ParseTrustedProxies). Empty trusts nobody: the client is the
+	// connection's peer, so nobody can dodge the password throttle by
+	// writing their own X-Forwarded-For.
+	TrustedProxies []netip.Prefix
+	// ClientIPHeader, if set, is a header a trusted proxy sets to the
+	// client's address (Fly-Client-IP on Fly.io); from a trusted proxy it
+	// wins over X-Forwarded-For. Ignored from anyone else.
+	ClientIPHeader string
 }
 
 // Handler returns the HTTP handler for every route.
 func Handler(cfg Config) http.Handler {
+	h, _ := handler(cfg)
+	return h
+}
+
+// handler is Handler, with the sessions it remembers for tests to count.
+func handler(cfg Config) (http.Handler, *sessions) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Logger = RedactLogger(cfg.Logger)
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.MaxBodyBytesInFlight <= 0 {
+		cfg.MaxBodyBytesInFlight = DefaultMaxBodyBytesInFlight
+	}
+	if cfg.MaxConcurrentRequests <= 0 {
+		cfg.MaxConcurrentRequests = DefaultMaxConcurrentRequests
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	fwd := proxies{trusted: cfg.TrustedProxies, header: cfg.ClientIPHeader}
+	tracked := newSessions(cfg.MaxSessions)
 	streamable := mcpserver.NewStreamableHTTPServer(cfg.MCP,
 		// Session ids are minted at initialize but no request depends on
 		// state kept for them: any replica answers any request, with no
 		// sticky sessions. (mcp-go's fully stateless mode cannot carry a
 		// 2025-11-25 client's answer to an elicitation back to the waiting
 		// call; with minted ids it can, on the replica that asked.)
-		mcpserver.WithSessionIdManager(&lenientSessions{}),
+		// The ids are lenientSessions'; tracked learns which one each
+		// initialize mints.
+		mcpserver.WithSessionIdManagerResolver(tracked),
 		// Forget per-session state (client capabilities) of clients that
-		// went away without DELETE.
-		mcpserver.WithSessionIdleTTL(time.Hour),
+		// went away without DELETE; sessions.track bounds it meanwhile.
+		mcpserver.WithSessionIdleTTL(sessionIdleTTL),
 		// In stateless mode every GET stream shares one session, so a
 		// notification could reach the wrong client: no GET streams (405).
 		mcpserver.WithDisableStreaming(true),
+		// mcp-go names the session in some lines: cfg.Logger is redacting.
 		mcpserver.WithStreamableHTTPLogger(cfg.Logger),
 		mcpserver.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
-			ctx = mcp.WithClientAddr(ctx, clientAddr(r))
+			ctx = mcp.WithClientAddr(ctx, fwd.clientKey(r))
 			return mcp.WithBearerToken(ctx, mcp.BearerToken(r.Header.Get("Authorization")))
 		}),
 	)
@@ -74,9 +120,11 @@ func Handler(cfg Config) http.Handler {
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", health(cfg.Store))
-	mux.HandleFunc("GET /{$}", index(cfg.Version))
-	mux.Handle("/mcp", checkOrigin(origins, limitBody(cfg.MaxBodyBytes, longWrite(streamable))))
-	return logRequests(cfg.Logger, mux)
+	mux.HandleFunc("GET /{$}", index(cfg.Version, cfg.PublicURL))
+	tracked.mcp = streamable
+	g := newGate(cfg)
+	mux.Handle("/mcp", checkOrigin(origins, g.admit(g.readBody(tracked.track(longWrite(streamable))))))
+	return logRequests(cfg.Logger, mux), tracked
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -100,58 +148,6 @@ func health(store db.Store) http.HandlerFunc {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}
 }
-
-// index describes the service and how to add it to Claude Code.
-func index(version string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		endpoint := baseURL(r) + "/mcp"
-		writeJSON(w, http.StatusOK, map[string]string{
-			"service":        "ctalk",
-			"description":    "Ask coworkers questions through Claude Code; answers are sent only after the person approves them.",
-			"version":        version,
-			"mcp_endpoint":   endpoint,
-			"claude_mcp_add": "claude mcp add --transport http ctalk " + endpoint + " -s user",
-			"health":         baseURL(r) + "/health",
-		})
-	}
-}
-
-// baseURL is the URL clients reach this server at; hosts such as Railway and
-// Render terminate TLS in front of it and say so in X-Forwarded-Proto.
-func baseURL(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
-}
-
-// clientAddr is the caller's IP address for password throttling. Behind a
-// host's proxy (Railway, Render) the connection comes from the proxy on a
-// private address, and the proxy appends the client's address to
-// X-Forwarded-For: its last entry is the one the nearest proxy saw. A
-// connection from a public address is the client itself, and its
-// X-Forwarded-For is ignored (it could be forged to dodge the throttle).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	peer, err := netip.ParseAddr(host)
-	if err != nil || !(peer.IsPrivate() || peer.IsLoopback() || cgnat.Contains(peer.Unmap())) {
-		return host
-	}
-	if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
-		parts := strings.Split(xff[len(xff)-1], ",")
-		if a, err := netip.ParseAddr(strings.TrimSpace(parts[len(parts)-1])); err == nil {
-			return a.String()
-		}
-	}
-	return host
-}
-
-// cgnat is the shared address space some hosts' internal networks use.
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
 // checkOrigin refuses browser requests from other sites (cross-site requests
 // and DNS rebinding, which the MCP transport spec requires servers to stop).
@@ -189,20 +185,6 @@ func isLoopbackHost(hostport string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// lenientSessions mints session ids and accepts any request that carries
-// one of ours or none at all: no request depends on per-session state, so
-// a client that does not echo the id (or reaches another replica) still works.
-type lenientSessions struct {
-	mcpserver.StatelessGeneratingSessionIdManager
-}
-
-func (l *lenientSessions) Validate(id string) (bool, error) {
-	if id == "" {
-		return false, nil
-	}
-	return l.StatelessGeneratingSessionIdManager.Validate(id)
-}
-
 // mcpWriteTimeout bounds one /mcp response. It is longer than the server's
 // default write timeout: a call may wait for a person to approve an answer
 // in their client's dialog.
@@ -213,35 +195,6 @@ func longWrite(next http.Handler) http.Handler {
 		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(mcpWriteTimeout)) //nolint:errcheck // best effort
 		next.ServeHTTP(w, r)
 	})
-}
-
-// limitBody reads the body up front with a limit, answering 413 with a clear
-// JSON-RPC error when it is too large (mcp-go reads bodies without a limit).
-func limitBody(max int64, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			writeJSON(w, http.StatusRequestEntityTooLarge, jsonRPCError(-32600,
-				"request body is larger than the limit of "+byteSize(max)+": send shorter text"))
-			return
-		case err != nil:
-			writeJSON(w, http.StatusBadRequest, jsonRPCError(-32700, "could not read the request body"))
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r)
-	})
-}
-
-func byteSize(n int64) string {
-	b, _ := json.Marshal(n)
-	return string(b) + " bytes"
 }
 
 func jsonRPCError(code int, msg string) map[string]any {
@@ -267,7 +220,7 @@ func (s *statusRecorder) Flush() {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // logRequests logs one line per request: method, path, status, duration.
-// Never headers (tokens) or bodies (passwords, messages).
+// Never headers (tokens, session ids) or bodies (passwords, messages).
 func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()

@@ -427,8 +427,16 @@ func TestMCPBadRequests(t *testing.T) {
 	}
 }
 
+// TestClientAddr: with the private ranges trusted (the hosts' presets),
+// X-Forwarded-For counts only from a private or loopback peer, walked from
+// the right; IPv6 clients are keyed by their /64.
 func TestClientAddr(t *testing.T) {
 	t.Parallel()
+	private, err := ParseTrustedProxies("private")
+	if err != nil {
+		t.Fatalf("ParseTrustedProxies(private): %v", err)
+	}
+	fwd := proxies{trusted: private}
 	for _, tc := range []struct {
 		remote string
 		xff    []string
@@ -441,14 +449,14 @@ func TestClientAddr(t *testing.T) {
 		{"10.0.0.5:4000", []string{"not-an-ip"}, "10.0.0.5"},
 		{"127.0.0.1:4000", []string{"198.51.100.9"}, "198.51.100.9"},
 		{"100.64.3.4:4000", []string{"198.51.100.9"}, "198.51.100.9"},
-		{"[fd00::1]:4000", []string{"2001:db8::7"}, "2001:db8::7"},
+		{"[fd00::1]:4000", []string{"2001:db8::7"}, "2001:db8::/64"},
 		{"[::ffff:10.0.0.5]:4000", []string{"198.51.100.9"}, "198.51.100.9"},
-		{"[2001:db8::1]:4000", []string{"198.51.100.9"}, "2001:db8::1"},
+		{"[2001:db8::1]:4000", []string{"198.51.100.9"}, "2001:db8::/64"},
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 		r.RemoteAddr, r.Header["X-Forwarded-For"] = tc.remote, tc.xff
-		if got := clientAddr(r); got != tc.want {
-			t.Errorf("clientAddr(RemoteAddr %s, X-Forwarded-For %q) = %s, want %s", tc.remote, tc.xff, got, tc.want)
+		if got := fwd.clientKey(r); got != tc.want {
+			t.Errorf("clientKey(RemoteAddr %s, X-Forwarded-For %q) = %s, want %s", tc.remote, tc.xff, got, tc.want)
 		}
 	}
 }
