@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/mcp"
+	"github.com/ctalk/ctalk/server"
 )
 
 // config is every setting, read from the environment once and validated.
@@ -21,6 +23,19 @@ type config struct {
 	TokenTTL        time.Duration
 	AllowedOrigins  []string
 	ShutdownTimeout time.Duration
+	// PublicURL is where clients reach the relay (CTALK_PUBLIC_URL), "" if unset.
+	PublicURL string
+	// TrustedProxies and ClientIPHeader decide whose forwarding headers
+	// name the client (CTALK_TRUSTED_PROXIES, CTALK_CLIENT_IP_HEADER).
+	TrustedProxies []netip.Prefix
+	ClientIPHeader string
+	// ProxyPreset names the host whose proxies were trusted without
+	// CTALK_TRUSTED_PROXIES being set (Railway, Render, Fly.io), for the log.
+	ProxyPreset string
+	// Caps on what the HTTP front holds at once (0: the server's default).
+	MaxConcurrentRequests int
+	MaxBodyBytesInFlight  int64
+	MaxSessions           int
 }
 
 // envHelp documents each environment variable with its default; `ctalk
@@ -34,6 +49,20 @@ const envHelp = `Environment:
                           except local pages calling a loopback server; clients that send no
                           Origin, such as Claude Code and the SDKs, are unaffected)
   CTALK_SHUTDOWN_TIMEOUT  how long in-flight requests may finish after SIGTERM (default 10s)
+  CTALK_PUBLIC_URL        the URL clients reach the relay at, e.g. https://ctalk.example.com;
+                          GET / and the startup log build the MCP URL from it (default: the
+                          request's Host when it is a plain host[:port], else http://localhost)
+  CTALK_TRUSTED_PROXIES   proxies whose X-Forwarded-For names the client (password throttling):
+                          CIDRs, addresses or presets private, railway, render, fly (default:
+                          none; on Railway, Render and Fly.io the host's preset, detected from
+                          RAILWAY_ENVIRONMENT, RENDER or FLY_APP_NAME)
+  CTALK_CLIENT_IP_HEADER  a header a trusted proxy sets to the client's address (Fly-Client-IP;
+                          default: none, or Fly-Client-IP on Fly.io)
+  CTALK_MAX_CONCURRENT_REQUESTS
+                          /mcp requests served at once, open waits included (default 512)
+  CTALK_MAX_BODY_BYTES_IN_FLIGHT
+                          request body bytes held at once, in bytes (default 8388608 = 8 MiB)
+  CTALK_MAX_SESSIONS      client sessions one replica remembers (default 500)
 `
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -80,7 +109,69 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		c.AllowedOrigins = append(c.AllowedOrigins, o)
 	}
+	if err := c.loadFront(getenv); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// hostPresets are the hosts whose own proxies ctalk trusts when
+// CTALK_TRUSTED_PROXIES is unset: each sets the variable named here in every
+// service's environment, and forwards from its private network.
+var hostPresets = []struct{ env, preset, header string }{
+	{"RAILWAY_ENVIRONMENT", "railway", ""},
+	{"RENDER", "render", ""},
+	{"FLY_APP_NAME", "fly", "Fly-Client-IP"},
+}
+
+// loadFront reads the settings of the HTTP front: the public URL, trusted
+// proxies and the caps on what it holds at once.
+func (c *config) loadFront(getenv func(string) string) error {
+	var err error
+	if v := strings.TrimSpace(getenv("CTALK_PUBLIC_URL")); v != "" {
+		if c.PublicURL, err = server.ParsePublicURL(v); err != nil {
+			return fmt.Errorf("CTALK_PUBLIC_URL: %w", err)
+		}
+	}
+	proxies := strings.TrimSpace(getenv("CTALK_TRUSTED_PROXIES"))
+	c.ClientIPHeader = strings.TrimSpace(getenv("CTALK_CLIENT_IP_HEADER"))
+	if proxies == "" {
+		for _, h := range hostPresets {
+			if getenv(h.env) != "" {
+				proxies, c.ProxyPreset = h.preset, h.preset
+				if c.ClientIPHeader == "" {
+					c.ClientIPHeader = h.header
+				}
+				break
+			}
+		}
+	}
+	if c.TrustedProxies, err = server.ParseTrustedProxies(proxies); err != nil {
+		return fmt.Errorf("CTALK_TRUSTED_PROXIES: %w", err)
+	}
+	if c.MaxConcurrentRequests, err = positive(getenv, "CTALK_MAX_CONCURRENT_REQUESTS"); err != nil {
+		return err
+	}
+	n, err := positive(getenv, "CTALK_MAX_BODY_BYTES_IN_FLIGHT")
+	if err != nil {
+		return err
+	}
+	c.MaxBodyBytesInFlight = int64(n)
+	c.MaxSessions, err = positive(getenv, "CTALK_MAX_SESSIONS")
+	return err
+}
+
+// positive reads an optional positive whole number; 0 when unset.
+func positive(getenv func(string) string, name string) (int, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s=%q is not a positive whole number: use a value such as 512, or unset it for the default", name, v)
+	}
+	return n, nil
 }
 
 func duration(getenv func(string) string, name string, def, min time.Duration) (time.Duration, error) {

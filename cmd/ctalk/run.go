@@ -28,6 +28,7 @@ func newMCP(store db.Store, cfg config, logger *slog.Logger, draining <-chan str
 }
 
 func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
+	logger = server.RedactLogger(logger) // mcp-go's and the tools' lines too
 	store, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -42,9 +43,19 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
 	draining := make(chan struct{})
 	h := server.Handler(server.Config{
 		Store: store, MCP: newMCP(store, cfg, logger, draining), Logger: logger, Version: version,
-		AllowedOrigins: cfg.AllowedOrigins,
+		AllowedOrigins: cfg.AllowedOrigins, PublicURL: cfg.PublicURL,
+		TrustedProxies: cfg.TrustedProxies, ClientIPHeader: cfg.ClientIPHeader,
+		MaxConcurrentRequests: cfg.MaxConcurrentRequests, MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight,
+		MaxSessions: cfg.MaxSessions,
 	})
-	logger.Info("ctalk serving", "mcp_url", localMCPURL(ln.Addr()), "database", cfg.describeDB(), "addr", ln.Addr().String(),
+	mcpURL := localMCPURL(ln.Addr())
+	if cfg.PublicURL != "" {
+		mcpURL = cfg.PublicURL + "/mcp"
+	}
+	if cfg.ProxyPreset != "" {
+		logger.Info("trusting the host's proxies for client addresses (set CTALK_TRUSTED_PROXIES to change)", "preset", cfg.ProxyPreset)
+	}
+	logger.Info("ctalk serving", "mcp_url", mcpURL, "database", cfg.describeDB(), "addr", ln.Addr().String(),
 		"backend", store.Backend(), "version", version)
 	if err := server.Serve(ctx, ln, h, cfg.ShutdownTimeout, draining); err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -103,6 +104,11 @@ func TestBadConfig(t *testing.T) {
 		{"CTALK_TOKEN_TTL too short", env{"CTALK_TOKEN_TTL": "1s"}, "CTALK_TOKEN_TTL"},
 		{"CTALK_SHUTDOWN_TIMEOUT bogus", env{"CTALK_SHUTDOWN_TIMEOUT": "soon"}, "CTALK_SHUTDOWN_TIMEOUT"},
 		{"CTALK_ALLOWED_ORIGINS not an origin", env{"CTALK_ALLOWED_ORIGINS": "https://ok.example, example.com/app"}, "CTALK_ALLOWED_ORIGINS"},
+		{"CTALK_PUBLIC_URL relative", env{"CTALK_PUBLIC_URL": "ctalk.example.com"}, "CTALK_PUBLIC_URL"},
+		{"CTALK_TRUSTED_PROXIES not a CIDR", env{"CTALK_TRUSTED_PROXIES": "10.0.0.0/8, everyone"}, "CTALK_TRUSTED_PROXIES"},
+		{"CTALK_MAX_SESSIONS zero", env{"CTALK_MAX_SESSIONS": "0"}, "CTALK_MAX_SESSIONS"},
+		{"CTALK_MAX_CONCURRENT_REQUESTS not a number", env{"CTALK_MAX_CONCURRENT_REQUESTS": "many"}, "CTALK_MAX_CONCURRENT_REQUESTS"},
+		{"CTALK_MAX_BODY_BYTES_IN_FLIGHT negative", env{"CTALK_MAX_BODY_BYTES_IN_FLIGHT": "-1"}, "CTALK_MAX_BODY_BYTES_IN_FLIGHT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -220,5 +226,41 @@ func TestDescribeDB(t *testing.T) {
 	c = config{SQLitePath: "relay.sqlite3"}
 	if got := c.describeDB(); !strings.HasPrefix(got, "sqlite /") || !strings.HasSuffix(got, "/relay.sqlite3") {
 		t.Errorf("describeDB = %q, want the SQLite file's absolute path", got)
+	}
+}
+
+// TestHostProxyPresets: on a host that documents its proxies, ctalk trusts
+// them without configuration (or every user would share the proxy's
+// throttle key); elsewhere it trusts nobody, and an explicit setting wins.
+func TestHostProxyPresets(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		env        env
+		wantTrust  bool // a private proxy address is trusted
+		wantHeader string
+	}{
+		{"no host", env{}, false, ""},
+		{"Railway", env{"RAILWAY_ENVIRONMENT": "production"}, true, ""},
+		{"Render", env{"RENDER": "true"}, true, ""},
+		{"Fly.io", env{"FLY_APP_NAME": "ctalk"}, true, "Fly-Client-IP"},
+		{"explicit setting wins", env{"RAILWAY_ENVIRONMENT": "production", "CTALK_TRUSTED_PROXIES": "192.0.2.1"}, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.env["RELAY_DB_PATH"] = filepath.Join(t.TempDir(), "relay.sqlite3")
+			cfg, err := loadConfig(func(k string) string { return tc.env[k] })
+			if err != nil {
+				t.Fatalf("loadConfig(%v) = %v", tc.env, err)
+			}
+			trusted := false
+			for _, p := range cfg.TrustedProxies {
+				trusted = trusted || p.Contains(netip.MustParseAddr("10.1.2.3"))
+			}
+			if trusted != tc.wantTrust || cfg.ClientIPHeader != tc.wantHeader {
+				t.Errorf("loadConfig(%v): trusts 10.1.2.3 = %v, client IP header %q; want %v, %q",
+					tc.env, trusted, cfg.ClientIPHeader, tc.wantTrust, tc.wantHeader)
+			}
+		})
 	}
 }
