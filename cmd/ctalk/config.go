@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -88,7 +86,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		if c.SQLitePath == "" {
 			c.SQLitePath = "relay.sqlite3"
 		}
-		if err := checkSQLitePath(c.SQLitePath); err != nil {
+		if err := db.CheckSQLitePath(c.SQLitePath); err != nil {
 			return c, err
 		}
 	}
@@ -186,51 +184,9 @@ func duration(getenv func(string) string, name string, def, min time.Duration) (
 	return d, nil
 }
 
-// checkSQLitePath fails with one actionable line when the file cannot be
-// created or written.
-func checkSQLitePath(path string) error {
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil || !st.IsDir() {
-		return fmt.Errorf("RELAY_DB_PATH=%q: directory %q does not exist: create it or choose another path", path, dir)
-	}
-	if fi, err := os.Stat(path); err == nil {
-		if fi.IsDir() {
-			return fmt.Errorf("RELAY_DB_PATH=%q is a directory: name a file, e.g. %s", path, filepath.Join(path, "relay.sqlite3"))
-		}
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
-		if err != nil {
-			return fmt.Errorf("RELAY_DB_PATH=%q is not writable: fix its permissions or choose another path", path)
-		}
-		f.Close()
-		return nil
-	}
-	f, err := os.CreateTemp(dir, ".ctalk-write-check-*")
-	if err != nil {
-		return fmt.Errorf("RELAY_DB_PATH=%q: directory %q is not writable: fix its permissions or choose another path", path, dir)
-	}
-	f.Close()
-	os.Remove(f.Name())
-	return nil
-}
-
 func (c config) dbConfig() db.Config {
 	return db.Config{DatabaseURL: c.DatabaseURL, SQLitePath: c.SQLitePath}
 }
 
-// describeDB names the database in use for the log: the SQLite file's
-// absolute path, or PostgreSQL's host, port and database, never a password.
-func (c config) describeDB() string {
-	if c.DatabaseURL == "" {
-		if abs, err := filepath.Abs(c.SQLitePath); err == nil {
-			return "sqlite " + abs
-		}
-		return "sqlite " + c.SQLitePath
-	}
-	pc, err := db.ParsePostgresURL(c.DatabaseURL)
-	if err != nil {
-		return "postgres (unparseable DATABASE_URL)"
-	}
-	cc := pc.ConnConfig
-	return fmt.Sprintf("postgres %s:%d/%s", cc.Host, cc.Port, cc.Database)
-}
+// describeDB names the database in use for the log, never a password.
+func (c config) describeDB() string { return c.dbConfig().Describe() }
