@@ -378,7 +378,8 @@ class Harness:
             args += ["--debug-file", debug_log]
         envs = " ".join(f"{k}={shell_quote(v)}" for k, v in env.items())
         cmd = f"cd {shell_quote(proj)} && exec env -i {envs} " + " ".join(shell_quote(a) for a in args)
-        self.tmux("new-session", "-d", "-s", session, "-x", "180", "-y", "50", cmd)
+        cols = os.environ.get("TUI_COLUMNS", "180")  # the terminal's width: 80 shows what a narrow one sees
+        self.tmux("new-session", "-d", "-s", session, "-x", cols, "-y", "50", cmd)
         self.tmux("set-option", "-t", session, "remain-on-exit", "on")
         def ready():
             s = self.screen(session)
