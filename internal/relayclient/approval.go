@@ -2,7 +2,6 @@ package relayclient
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 )
 
@@ -53,16 +52,4 @@ func (c *Client) CallToolApproving(ctx context.Context, tool string, args any, a
 		return nil, fmt.Errorf("%s: %w", tool, err)
 	}
 	return toolResult(tool, raw)
-}
-
-// InputRequests returns the questions an InputRequired result asks, keyed
-// by the relay's ids, as the relay sent them.
-func (r *Result) InputRequests() map[string]json.RawMessage {
-	var v struct {
-		InputRequests map[string]json.RawMessage `json:"inputRequests"`
-	}
-	if json.Unmarshal(r.Raw, &v) != nil {
-		return nil
-	}
-	return v.InputRequests
 }
