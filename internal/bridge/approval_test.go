@@ -13,8 +13,6 @@ import (
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
 	"github.com/ctalk/ctalk/internal/testkit"
-	"github.com/ctalk/ctalk/mcp"
-	"github.com/ctalk/ctalk/server"
 )
 
 // dialogs is a client's elicitation handler: it records each dialog's
@@ -49,8 +47,7 @@ func TestBridgeCarriesApproval(t *testing.T) {
 	t.Parallel()
 	team := testkit.Pair
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		endpoint := testkit.ServeMCP(t, server.Handler(server.Config{Store: s, MCP: mcp.NewServer(s, mcp.Options{HashConcurrency: 4})}))
-		umar := team.Seed(t, endpoint)["umar"]
+		endpoint, umar := seededRelay(t, s, team)
 		for _, host := range []struct{ name, protocol string }{
 			{"claude-code", "2025-11-25"}, // steered off 2026-07-28 for its channel
 			{"sdk-host", "2026-07-28"},

@@ -15,6 +15,7 @@ import (
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
 	"github.com/ctalk/ctalk/internal/credentials"
+	"github.com/ctalk/ctalk/internal/relayclient"
 	"github.com/ctalk/ctalk/internal/testkit"
 	"github.com/ctalk/ctalk/mcp"
 	"github.com/ctalk/ctalk/server"
@@ -75,7 +76,7 @@ func TestBridgeNeverStrands(t *testing.T) {
 	t.Parallel()
 	team := testkit.Pair
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		endpoint := testkit.ServeMCP(t, server.Handler(server.Config{Store: s, MCP: mcp.NewServer(s, mcp.Options{HashConcurrency: 4})}))
+		endpoint := serveRelay(t, s)
 		team.Seed(t, endpoint)
 		br := startBridge(t, endpoint, team, "john")
 		p := &stdioPeer{in: br.in, out: bufio.NewScanner(br.out)}
@@ -120,6 +121,19 @@ func TestBridgeNeverStrands(t *testing.T) {
 
 		br.stop(t)
 	})
+}
+
+// serveRelay serves a real relay over s until the test ends; its MCP URL.
+func serveRelay(t *testing.T, s db.Store) string {
+	t.Helper()
+	return testkit.ServeMCP(t, server.Handler(server.Config{Store: s, MCP: mcp.NewServer(s, mcp.Options{HashConcurrency: 4})}))
+}
+
+// seededRelay serves a real relay with team registered; umar's client.
+func seededRelay(t *testing.T, s db.Store, team testkit.Team) (string, *relayclient.Client) {
+	t.Helper()
+	endpoint := serveRelay(t, s)
+	return endpoint, team.Seed(t, endpoint)["umar"]
 }
 
 // bridgeRun is a bridge running in process, logged in as one user.

@@ -10,8 +10,6 @@ import (
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
 	"github.com/ctalk/ctalk/internal/testkit"
-	"github.com/ctalk/ctalk/mcp"
-	"github.com/ctalk/ctalk/server"
 )
 
 // modernMeta is the _meta of a 2026-07-28 request from client name.
@@ -44,8 +42,7 @@ func TestBridgeChannel(t *testing.T) {
 	t.Parallel()
 	team := testkit.Pair
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		endpoint := testkit.ServeMCP(t, server.Handler(server.Config{Store: s, MCP: mcp.NewServer(s, mcp.Options{HashConcurrency: 4})}))
-		umar := team.Seed(t, endpoint)["umar"]
+		endpoint, umar := seededRelay(t, s, team)
 
 		other := startBridge(t, endpoint, team, "john")
 		p := &stdioPeer{in: other.in, out: bufio.NewScanner(other.out)}

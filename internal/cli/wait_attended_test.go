@@ -18,9 +18,7 @@ func TestWaitUnattended(t *testing.T) {
 		endpoint := startRelay(t, s)
 		umar := team.Seed(t, endpoint)["umar"]
 		_, env := testkit.Home(t)
-		if code, _, stderr := runInProcess(t.Context(), env, team.UserPassword+"\n", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 0 {
-			t.Fatalf("login = %d: %s", code, stderr)
-		}
+		loginJohn(t, env, endpoint)
 		testkit.Ask(t, umar, "john", "Who owns billing?")
 
 		unattended := append(env, attendedEnv+"=0")
@@ -36,4 +34,12 @@ func TestWaitUnattended(t *testing.T) {
 			t.Errorf("wait in an attended session = %d, %q; want 2 and the question", code, stderr)
 		}
 	})
+}
+
+// loginJohn runs `ctalk login` as john, the password on stdin.
+func loginJohn(t *testing.T, env []string, endpoint string) {
+	t.Helper()
+	if code, _, stderr := runInProcess(t.Context(), env, team.UserPassword+"\n", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 0 {
+		t.Fatalf("login = %d: %s", code, stderr)
+	}
 }
