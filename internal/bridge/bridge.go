@@ -60,6 +60,8 @@ type Config struct {
 }
 
 // Run serves the relay's tools over stdio until stdin closes or ctx ends.
+// One Run at a time per process: mcp-go keeps one stdio session per
+// process, and with it the client's capabilities and pending dialogs.
 func Run(ctx context.Context, cfg Config) error {
 	dir, err := credentials.Dir(cfg.Getenv)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -144,6 +145,7 @@ type bridgeRun struct {
 	done   chan error
 	token  string
 	cursor credentials.Cursor // where the channel stores its position
+	once   sync.Once          // shutdown
 }
 
 // startBridge logs user in as `ctalk login` would and starts a bridge for
@@ -166,6 +168,8 @@ func startBridge(t *testing.T, endpoint string, team testkit.Team, user string) 
 	outR, outW := io.Pipe()
 	br := &bridgeRun{in: inW, out: outR, done: make(chan error, 1), token: login.AuthToken,
 		cursor: credentials.NewCursor(dir, "channel", cred)}
+	oneBridge.Lock()
+	t.Cleanup(func() { br.shutdown() })
 	go func() {
 		br.done <- Run(ctx, Config{Endpoint: endpoint, Version: "test", Getenv: testkit.Getenv(env), Stdin: inR, Stdout: outW,
 			Stderr: &br.stderr, Logger: slog.New(slog.NewTextHandler(&br.stderr, nil))})
@@ -174,13 +178,28 @@ func startBridge(t *testing.T, endpoint string, team testkit.Team, user string) 
 	return br
 }
 
-// stop closes the bridge's stdin: it must end cleanly, without having
-// logged the token.
+// oneBridge lets one bridge run at a time in this test process: mcp-go's
+// stdio session is one per process (as `ctalk stdio` is), so two bridges
+// at once would share their clients' capabilities and dialogs.
+var oneBridge sync.Mutex
+
+// shutdown closes the bridge's stdin, waits for it to end and lets the
+// next bridge run; it returns Run's error, the first time only.
+func (br *bridgeRun) shutdown() (err error) {
+	br.once.Do(func() {
+		go io.Copy(io.Discard, br.out) //nolint:errcheck // a channel event still on its way must not block the bridge's exit
+		br.in.Close()
+		err = <-br.done
+		oneBridge.Unlock()
+	})
+	return err
+}
+
+// stop shuts the bridge down: it must end cleanly, without having logged
+// the token.
 func (br *bridgeRun) stop(t *testing.T) {
 	t.Helper()
-	go io.Copy(io.Discard, br.out) //nolint:errcheck // a channel event still on its way must not block the bridge's exit
-	br.in.Close()
-	if err := <-br.done; err != nil {
+	if err := br.shutdown(); err != nil {
 		t.Errorf("Run after stdin closed = %v, want nil", err)
 	}
 	if strings.Contains(br.stderr.String(), br.token) {
