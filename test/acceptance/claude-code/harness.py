@@ -386,7 +386,12 @@ class Harness:
         envs = " ".join(f"{k}={shell_quote(v)}" for k, v in env.items())
         cmd = f"cd {shell_quote(proj)} && exec env -i {envs} " + " ".join(shell_quote(a) for a in args)
         cols = os.environ.get("TUI_COLUMNS", "180")  # the terminal's width: 80 shows what a narrow one sees
-        self.tmux("new-session", "-d", "-s", session, "-x", cols, "-y", "50", cmd)
+        try:
+            self.tmux("new-session", "-d", "-s", session, "-x", cols, "-y", "50", cmd)
+        except RuntimeError as e:  # seen once on a loaded machine: "server exited unexpectedly"; try once more
+            note(f"tmux new-session failed ({e}); retrying once")
+            time.sleep(1)
+            self.tmux("new-session", "-d", "-s", session, "-x", cols, "-y", "50", cmd)
         self.tmux("set-option", "-t", session, "remain-on-exit", "on")
         def ready():
             s = self.screen(session)
