@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"fmt"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -76,10 +75,8 @@ func approval(ctx context.Context) relay.Approval {
 
 // askApproval is the input-required result that shows the human what would be sent.
 func askApproval(r relay.ApprovalRequest) *mcpgo.CallToolResult {
-	msg := fmt.Sprintf("Send this answer to %s (%s)?\n\nTheir question (message %d):\n%s\n\nYour answer, exactly as it will be sent:\n%s",
-		r.AskerName, r.AskerID, r.MessageID, r.Question, r.FinalText)
 	return mcpserver.NewInputRequestBuilder(r.Key).Elicit(approvalInputID, mcpgo.ElicitationParams{
-		Message:         msg,
+		Message:         approvalMessage(r),
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 	}).ToolResult()
 }

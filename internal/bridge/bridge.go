@@ -60,6 +60,8 @@ type Config struct {
 }
 
 // Run serves the relay's tools over stdio until stdin closes or ctx ends.
+// One Run at a time per process: mcp-go keeps one stdio session per
+// process, and with it the client's capabilities and pending dialogs.
 func Run(ctx context.Context, cfg Config) error {
 	dir, err := credentials.Dir(cfg.Getenv)
 	if err != nil {
@@ -88,7 +90,7 @@ func Run(ctx context.Context, cfg Config) error {
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithInstructions(instructions),
 		mcpserver.WithExperimental(map[string]any{channelCapability: map[string]any{}}),
-		mcpserver.WithHooks(hideTools()),
+		mcpserver.WithHooks(b.hooks()),
 	)
 	for _, raw := range listed {
 		var tool mcpgo.Tool
@@ -101,10 +103,8 @@ func Run(ctx context.Context, cfg Config) error {
 			s.AddTool(tool, b.forward(tool.Name))
 		}
 	}
-	// Events go out only once the client has finished initializing.
-	var once sync.Once
 	s.AddNotificationHandler(string(mcpgo.MethodNotificationInitialized), func(context.Context, mcpgo.JSONRPCNotification) {
-		once.Do(func() { close(b.ready) })
+		b.startChannel()
 	})
 	cfg.Logger.Info("ctalk bridge ready", "relay", cred.Relay, "org", cred.Org, "user", cred.User, "tools", len(listed)-len(hiddenTools))
 
@@ -126,13 +126,15 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// hideTools takes the hidden tools out of every tools/list answer; they
-// stay registered, so a call gets the refusal that says what to do.
-func hideTools() *mcpserver.Hooks {
+// hooks hide the hidden tools from every tools/list answer (they stay
+// registered, so a call gets the refusal that says what to do) and steer
+// the protocol version so channel events can reach the client.
+func (b *state) hooks() *mcpserver.Hooks {
 	h := &mcpserver.Hooks{}
 	h.AddAfterListTools(func(_ context.Context, _ any, _ *mcpgo.ListToolsRequest, res *mcpgo.ListToolsResult) {
 		res.Tools = slices.DeleteFunc(res.Tools, func(t mcpgo.Tool) bool { return slices.Contains(hiddenTools, t.Name) })
 	})
+	b.channelHooks(h)
 	return h
 }
 
@@ -144,7 +146,11 @@ type state struct {
 	relay  *relayclient.Client
 	logger *slog.Logger
 	out    *lineWriter
-	ready  chan struct{}
+	ready  chan struct{} // closed when channel events may go out
+	start  sync.Once     // closes ready
+	// initialized is set once the client completed initialize (protocol
+	// 2025-11-25 and older): the only generation with a way for events.
+	initialized atomic.Bool
 }
 
 // loginHint is what every authentication error through the bridge ends with.
@@ -172,12 +178,20 @@ func (b *state) reload() bool {
 
 // forward relays one tool to the relay unchanged: arguments, result,
 // isError and all, except that an authentication error also names the
-// terminal command that fixes it.
+// terminal command that fixes it. For a client that can show its person a
+// dialog, the relay's approval request and the person's answer pass
+// through too (see approval.go).
 func (b *state) forward(name string) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-		res, err := b.relay.CallTool(ctx, name, req.Params.Arguments)
+		call := b.relay.CallTool
+		if clientCanApprove(ctx) {
+			call = func(ctx context.Context, name string, args any) (*relayclient.Result, error) {
+				return b.relay.CallToolApproving(ctx, name, args, approvalOf(req))
+			}
+		}
+		res, err := call(ctx, name, req.Params.Arguments)
 		if err == nil && res.IsError && relayclient.IsAuthError(res.Text) && b.reload() {
-			res, err = b.relay.CallTool(ctx, name, req.Params.Arguments)
+			res, err = call(ctx, name, req.Params.Arguments)
 		}
 		if err != nil {
 			b.logger.Warn("relay call failed", "tool", name, "err", err)

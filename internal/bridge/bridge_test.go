@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
 	"github.com/ctalk/ctalk/internal/credentials"
+	"github.com/ctalk/ctalk/internal/relayclient"
 	"github.com/ctalk/ctalk/internal/testkit"
 	"github.com/ctalk/ctalk/mcp"
 	"github.com/ctalk/ctalk/server"
@@ -75,31 +77,10 @@ func TestBridgeNeverStrands(t *testing.T) {
 	t.Parallel()
 	team := testkit.Pair
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		endpoint := testkit.ServeMCP(t, server.Handler(server.Config{Store: s, MCP: mcp.NewServer(s, mcp.Options{HashConcurrency: 4})}))
+		endpoint := serveRelay(t, s)
 		team.Seed(t, endpoint)
-		login, err := team.Connect(t, endpoint, "").Login(t.Context(), "acme", "john", team.UserPassword)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, env := testkit.Home(t)
-		dir, _ := credentials.Dir(testkit.Getenv(env))
-		if err := credentials.Save(dir, credentials.Credentials{Relay: endpoint, Token: login.AuthToken, Org: "acme", User: "john",
-			ExpiresAt: login.ExpiresAt}); err != nil {
-			t.Fatal(err)
-		}
-
-		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-		defer cancel()
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		var stderr testkit.SyncBuffer
-		done := make(chan error, 1)
-		go func() {
-			done <- Run(ctx, Config{Endpoint: endpoint, Version: "test", Getenv: testkit.Getenv(env), Stdin: inR, Stdout: outW,
-				Stderr: &stderr, Logger: slog.New(slog.NewTextHandler(&stderr, nil))})
-			outW.Close()
-		}()
-		p := &stdioPeer{in: inW, out: bufio.NewScanner(outR)}
+		br := startBridge(t, endpoint, team, "john")
+		p := &stdioPeer{in: br.in, out: bufio.NewScanner(br.out)}
 		p.out.Buffer(nil, 1<<20)
 		p.call(t, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
 			"clientInfo": map[string]any{"name": "test", "version": "0"}})
@@ -130,7 +111,7 @@ func TestBridgeNeverStrands(t *testing.T) {
 			t.Errorf("whoami through the bridge = %q (isError %v), want john", text, isErr)
 		}
 
-		if err := team.Connect(t, endpoint, login.AuthToken).Call(t.Context(), "logout", nil, nil); err != nil {
+		if err := team.Connect(t, endpoint, br.token).Call(t.Context(), "logout", nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, tool := range []string{"whoami", "check_inbox"} {
@@ -139,12 +120,89 @@ func TestBridgeNeverStrands(t *testing.T) {
 			}
 		}
 
-		inW.Close()
-		if err := <-done; err != nil {
-			t.Errorf("Run after stdin closed = %v, want nil", err)
-		}
-		if strings.Contains(stderr.String(), login.AuthToken) {
-			t.Errorf("the bridge logged the token")
-		}
+		br.stop(t)
 	})
+}
+
+// serveRelay serves a real relay over s until the test ends; its MCP URL.
+func serveRelay(t *testing.T, s db.Store) string {
+	t.Helper()
+	return testkit.ServeMCP(t, server.Handler(server.Config{Store: s, MCP: mcp.NewServer(s, mcp.Options{HashConcurrency: 4})}))
+}
+
+// seededRelay serves a real relay with team registered; umar's client.
+func seededRelay(t *testing.T, s db.Store, team testkit.Team) (string, *relayclient.Client) {
+	t.Helper()
+	endpoint := serveRelay(t, s)
+	return endpoint, team.Seed(t, endpoint)["umar"]
+}
+
+// bridgeRun is a bridge running in process, logged in as one user.
+type bridgeRun struct {
+	in     *io.PipeWriter // the bridge's stdin
+	out    *io.PipeReader // its stdout
+	stderr testkit.SyncBuffer
+	done   chan error
+	token  string
+	cursor credentials.Cursor // where the channel stores its position
+	once   sync.Once          // shutdown
+}
+
+// startBridge logs user in as `ctalk login` would and starts a bridge for
+// them; the test plays its client on in and out.
+func startBridge(t *testing.T, endpoint string, team testkit.Team, user string) *bridgeRun {
+	t.Helper()
+	login, err := team.Connect(t, endpoint, "").Login(t.Context(), "acme", user, team.UserPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, env := testkit.Home(t)
+	dir, _ := credentials.Dir(testkit.Getenv(env))
+	cred := credentials.Credentials{Relay: endpoint, Token: login.AuthToken, Org: "acme", User: user, ExpiresAt: login.ExpiresAt}
+	if err := credentials.Save(dir, cred); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	br := &bridgeRun{in: inW, out: outR, done: make(chan error, 1), token: login.AuthToken,
+		cursor: credentials.NewCursor(dir, "channel", cred)}
+	oneBridge.Lock()
+	t.Cleanup(func() { br.shutdown() })
+	go func() {
+		br.done <- Run(ctx, Config{Endpoint: endpoint, Version: "test", Getenv: testkit.Getenv(env), Stdin: inR, Stdout: outW,
+			Stderr: &br.stderr, Logger: slog.New(slog.NewTextHandler(&br.stderr, nil))})
+		outW.Close()
+	}()
+	return br
+}
+
+// oneBridge lets one bridge run at a time in this test process: mcp-go's
+// stdio session is one per process (as `ctalk stdio` is), so two bridges
+// at once would share their clients' capabilities and dialogs.
+var oneBridge sync.Mutex
+
+// shutdown closes the bridge's stdin, waits for it to end and lets the
+// next bridge run; it returns Run's error, the first time only.
+func (br *bridgeRun) shutdown() (err error) {
+	br.once.Do(func() {
+		go io.Copy(io.Discard, br.out) //nolint:errcheck // a channel event still on its way must not block the bridge's exit
+		br.in.Close()
+		err = <-br.done
+		oneBridge.Unlock()
+	})
+	return err
+}
+
+// stop shuts the bridge down: it must end cleanly, without having logged
+// the token.
+func (br *bridgeRun) stop(t *testing.T) {
+	t.Helper()
+	if err := br.shutdown(); err != nil {
+		t.Errorf("Run after stdin closed = %v, want nil", err)
+	}
+	if strings.Contains(br.stderr.String(), br.token) {
+		t.Errorf("the bridge logged the token")
+	}
 }

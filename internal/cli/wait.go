@@ -20,6 +20,12 @@ import (
 	"github.com/ctalk/ctalk/internal/relayclient"
 )
 
+// attendedEnv is how Claude Code (2.1.332) tells a hook whether a person
+// attends the session: "1" in an interactive session, "0" under `claude -p`
+// and SDK hosts. There a Stop hook that waits holds the run open (Claude
+// Code waits for it before exiting), and a wake-up reaches nobody.
+const attendedEnv = "CLAUDE_CODE_SESSION_ATTENDED"
+
 // Exit codes of ctalk wait.
 const (
 	waitNothing = 0 // the timeout passed
@@ -29,7 +35,7 @@ const (
 func waitCommand(version string) *Command {
 	return &Command{
 		Name:    "wait",
-		Args:    "[--relay URL] [--timeout 10m]",
+		Args:    "[--relay URL] [--timeout 10m] [--unattended]",
 		Summary: "for a Claude Code Stop hook with asyncRewake: wait for the next question or answer; exit 2 with a one-line summary on stderr, or 0 on timeout",
 		Details: `Exit status: 0 nothing arrived before the timeout; 2 a question or answer
 arrived (the one-line summary is on stderr); 1 an error; 2 also for a usage
@@ -40,13 +46,21 @@ that are still unanswered, however old, and answers to your questions that
 arrived after you logged in; older answers and questions you have answered are
 history, not news, and are skipped. Later runs report every event after the
 last one reported, once.
+
+Run by Claude Code in a session no person attends (claude -p, an SDK host:
+Claude Code sets CLAUDE_CODE_SESSION_ATTENDED=0), it exits 0 at once, so a
+scripted run is not held open for the timeout; --unattended waits there too.
 `,
 		Setup: func(fs *flag.FlagSet, io *IO) func(context.Context, []string) error {
 			relay := fs.String("relay", "", "the relay's MCP URL (default: the one you logged in to)")
 			timeout := fs.Duration("timeout", 10*time.Minute, "how long to wait before exiting 0")
+			unattended := fs.Bool("unattended", false, "wait even in a Claude Code session no person attends (claude -p)")
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 || *timeout <= 0 {
-					return UsageError("takes only --relay and a positive --timeout")
+					return UsageError("takes only --relay, a positive --timeout and --unattended")
+				}
+				if io.Getenv(attendedEnv) == "0" && !*unattended {
+					return nil // nobody to wake: do not hold the run open
 				}
 				logger := slog.New(slog.NewTextHandler(io.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 				summary, err := waitOnce(ctx, io, version, *relay, *timeout, logger)

@@ -53,9 +53,7 @@ func TestWait(t *testing.T) {
 		if code, _, stderr := runInProcess(t.Context(), env, "", "wait", "--timeout", "1s"); code != 1 || !strings.Contains(stderr, "not logged in") {
 			t.Errorf("wait before login = %d, %q; want 1 and how to log in", code, stderr)
 		}
-		if code, _, stderr := runInProcess(t.Context(), env, team.UserPassword+"\n", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 0 {
-			t.Fatalf("login = %d: %s", code, stderr)
-		}
+		loginJohn(t, env, endpoint)
 		if code, _, stderr := runInProcess(t.Context(), env, "", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 1 || !strings.Contains(stderr, "no password") {
 			t.Errorf("login without a password = %d, %q; want 1", code, stderr)
 		}
@@ -157,9 +155,7 @@ func TestWaitFirstRun(t *testing.T) {
 		answered := testkit.Ask(t, umar, "john", "a question john answered")
 		answer(t, john, answered, "done")
 		waiting := testkit.Ask(t, umar, "john", "a question still waiting")
-		if code, _, stderr := runInProcess(t.Context(), env, team.UserPassword+"\n", "login", "--relay", endpoint, "--org", "acme", "--user", "john"); code != 0 {
-			t.Fatalf("login = %d: %s", code, stderr)
-		}
+		loginJohn(t, env, endpoint)
 		fresh := testkit.Ask(t, john, "umar", "asked after the login")
 		answer(t, umar, fresh, "a new answer")
 

@@ -71,6 +71,23 @@ func approvalKey(c caller, id int64, final string) string {
 	return "send:" + hex.EncodeToString(sum[:16])
 }
 
+// notApproved says why an answer the human did not accept was not sent,
+// and what works instead. A cancelled dialog may have had no person behind
+// it: `claude -p` and other scripted runs declare they can show dialogs and
+// then cancel each one at once, so no answer can ever be sent from them,
+// and the draft rule does not apply to a client that can show dialogs.
+func notApproved(action string) string {
+	if action == "decline" {
+		return "the user declined this answer in the approval dialog (decline), so nothing was sent and the question " +
+			"is still unanswered; ask the user what to change, then call send_response with the new text"
+	}
+	return fmt.Sprintf("the approval dialog was dismissed (%s), so nothing was sent and the question is still unanswered. "+
+		"If the user did not see a dialog (a scripted run such as `claude -p` cancels every dialog at once), "+
+		"no answer can be sent from this session: answer it from an interactive Claude Code session, or from an "+
+		"SDK host that shows the user the dialog and returns their choice. Saving a draft with propose_response "+
+		"does not help: only the user's Accept in the dialog sends", action)
+}
+
 // errProposeFirst refuses a send the human has not been shown.
 func errProposeFirst(id int64) error {
 	return errorf(KindConflict, "send_response only sends text the user has seen: save this exact text with "+
@@ -116,8 +133,7 @@ func (s *Service) Send(ctx context.Context, cred Credentials, id int64, finalArg
 			return SendOutcome{Ask: &ApprovalRequest{Key: key, AskerID: asker.ID, AskerName: asker.Name,
 				MessageID: id, Question: m.Question, FinalText: final}}, nil
 		case !approval.Accepted:
-			return SendOutcome{NotSent: &NotSentResult{MessageID: id, Status: "not sent",
-				Reason: fmt.Sprintf("the user did not approve sending this answer (%s); the question is still unanswered", approval.Action)}}, nil
+			return SendOutcome{NotSent: &NotSentResult{MessageID: id, Status: "not sent", Reason: notApproved(approval.Action)}}, nil
 		}
 	} else if m.DraftText == nil || *m.DraftText != final {
 		return SendOutcome{}, errProposeFirst(id)

@@ -140,6 +140,9 @@ type Result struct {
 	Text       string          // the text content, joined by newlines
 	Structured json.RawMessage // structuredContent; empty when there is none
 	Raw        json.RawMessage // the whole JSON-RPC result, for forwarding unchanged
+	// InputRequired marks a result that asks the person something first
+	// (protocol 2026-07-28): only CallToolApproving gets one.
+	InputRequired bool
 }
 
 // CallTool calls a tool and returns its result, a tool error included: an
@@ -152,6 +155,11 @@ func (c *Client) CallTool(ctx context.Context, tool string, args any) (*Result, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tool, err)
 	}
+	return toolResult(tool, raw)
+}
+
+// toolResult decodes a tools/call result.
+func toolResult(tool string, raw json.RawMessage) (*Result, error) {
 	var r struct {
 		Content []struct {
 			Type string `json:"type"`
@@ -159,11 +167,12 @@ func (c *Client) CallTool(ctx context.Context, tool string, args any) (*Result, 
 		} `json:"content"`
 		StructuredContent json.RawMessage `json:"structuredContent"`
 		IsError           bool            `json:"isError"`
+		ResultType        string          `json:"resultType"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, fmt.Errorf("%s: undecodable result: %w", tool, err)
 	}
-	res := &Result{IsError: r.IsError, Structured: r.StructuredContent, Raw: raw}
+	res := &Result{IsError: r.IsError, Structured: r.StructuredContent, Raw: raw, InputRequired: r.ResultType == "input_required"}
 	var texts []string
 	for _, c := range r.Content {
 		if c.Type == "text" {
@@ -220,9 +229,15 @@ type HTTPError struct {
 
 func (e *HTTPError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status, e.Body) }
 
-// rpc sends one JSON-RPC message and returns the result. A notification
-// (its method starts with notifications/) expects no answer.
+// rpc sends one JSON-RPC message in the session and returns the result. A
+// notification (its method starts with notifications/) expects no answer.
 func (c *Client) rpc(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return c.send(ctx, method, params, nil)
+}
+
+// send is rpc; a non-nil modern sends the request as protocol 2026-07-28
+// does (version and capabilities in _meta and headers, no session).
+func (c *Client) send(ctx context.Context, method string, params any, modern *modernRequest) (json.RawMessage, error) {
 	notify := strings.HasPrefix(method, "notifications/")
 	msg := map[string]any{"jsonrpc": "2.0", "method": method}
 	if p, ok := params.(map[string]any); ok && !notify {
@@ -230,10 +245,15 @@ func (c *Client) rpc(ctx context.Context, method string, params any) (json.RawMe
 		// relay's logs (and the acceptance tests) can tell the clients apart.
 		// Without a protocolVersion key the relay still treats the request
 		// as 2025-11-25.
-		p["_meta"] = map[string]any{
+		meta := map[string]any{
 			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": c.opts.Name, "version": c.opts.Version},
 			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 		}
+		if modern != nil {
+			meta["io.modelcontextprotocol/protocolVersion"] = ModernProtocolVersion
+			meta["io.modelcontextprotocol/clientCapabilities"] = modern.capabilities
+		}
+		p["_meta"] = meta
 	}
 	if params != nil {
 		msg["params"] = params
@@ -252,14 +272,20 @@ func (c *Client) rpc(ctx context.Context, method string, params any) (json.RawMe
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	c.mu.Lock()
-	if c.session != "" {
-		req.Header.Set("Mcp-Session-Id", c.session)
+	if modern != nil {
+		req.Header.Set("Mcp-Protocol-Version", ModernProtocolVersion)
+		req.Header.Set("Mcp-Method", method)
+		req.Header.Set("Mcp-Name", modern.name)
+	} else {
+		c.mu.Lock()
+		if c.session != "" {
+			req.Header.Set("Mcp-Session-Id", c.session)
+		}
+		if c.protocol != "" {
+			req.Header.Set("Mcp-Protocol-Version", c.protocol)
+		}
+		c.mu.Unlock()
 	}
-	if c.protocol != "" {
-		req.Header.Set("Mcp-Protocol-Version", c.protocol)
-	}
-	c.mu.Unlock()
 	if c.opts.Token != nil {
 		if t := c.opts.Token(); t != "" {
 			req.Header.Set("Authorization", "Bearer "+t)

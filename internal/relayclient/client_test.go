@@ -146,3 +146,26 @@ func TestHTTPError(t *testing.T) {
 		t.Errorf("Call against a 404 = %v, want an *HTTPError 404 with the body", err)
 	}
 }
+
+// TestCallToolApproving: a call for a client that shows dialogs goes out as
+// protocol 2026-07-28 does (its headers, no session), with the token.
+func TestCallToolApproving(t *testing.T) {
+	t.Parallel()
+	headers := make(chan http.Header, 16)
+	ts := fakeRelay(t, false, headers)
+	c, err := Connect(t.Context(), ts.URL, Options{Token: Static("tok-1"), Name: "test", Version: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-headers
+	<-headers // initialize, initialized
+	res, err := c.CallToolApproving(t.Context(), "send_response", map[string]any{"message_id": 1}, Approval{State: "s", Responses: map[string]any{}})
+	if err != nil || res.IsError || res.InputRequired {
+		t.Fatalf("CallToolApproving = %+v, %v", res, err)
+	}
+	h := <-headers
+	if h.Get("Mcp-Protocol-Version") != ModernProtocolVersion || h.Get("Mcp-Method") != "tools/call" || h.Get("Mcp-Name") != "send_response" ||
+		h.Get("Mcp-Session-Id") != "" || h.Get("Authorization") != "Bearer tok-1" || h.Get("X-Test-Meta-Client") != "test" {
+		t.Errorf("CallToolApproving headers = %v, want 2026-07-28's, the token, no session", h)
+	}
+}

@@ -133,8 +133,15 @@ class Harness:
         """Starts relay, proxy and fake model; writes the model's script."""
         self.write_script(conversations)
         self.relay_port, self.proxy_port, self.fm_port = free_port(), free_port(), free_port()
-        env = dict(os.environ, PORT=str(self.relay_port), RELAY_DB_PATH=os.path.join(self.work, "relay.sqlite3"))
-        env.pop("DATABASE_URL", None)
+        # The relay's database: PostgreSQL when DATABASE_URL is set (each run registers an organization of
+        # its own, so a database may be shared), else a fresh SQLite file.
+        env = dict(os.environ, PORT=str(self.relay_port))
+        if os.environ.get("DATABASE_URL"):
+            env.pop("RELAY_DB_PATH", None)
+            self.backend = "postgres"
+        else:
+            env["RELAY_DB_PATH"] = os.path.join(self.work, "relay.sqlite3")
+            self.backend = "sqlite"
         self.relay_proc = self.spawn([self.ctalk, "serve"], "relay.log", env=env)
         self.spawn([sys.executable, os.path.join(HERE, "mcpproxy.py"), "--port", str(self.proxy_port),
                     "--upstream", f"http://127.0.0.1:{self.relay_port}", "--log", self.proxy_log], "proxy.out")
@@ -145,7 +152,7 @@ class Harness:
         wait_until(lambda: http_ok(f"http://127.0.0.1:{self.fm_port}/_fake/health"), 10, what="fake model")
         self.url = f"http://127.0.0.1:{self.proxy_port}/mcp"  # what every client uses: logged
         self.direct_url = f"http://127.0.0.1:{self.relay_port}/mcp"  # set-up and checks: not logged
-        note(f"relay :{self.relay_port} proxy :{self.proxy_port} fake model :{self.fm_port} work {self.work}")
+        note(f"relay :{self.relay_port} ({self.backend}) proxy :{self.proxy_port} fake model :{self.fm_port} work {self.work}")
 
     def write_script(self, conversations, **extra):
         tmp = self.script_path + ".tmp"
@@ -378,7 +385,13 @@ class Harness:
             args += ["--debug-file", debug_log]
         envs = " ".join(f"{k}={shell_quote(v)}" for k, v in env.items())
         cmd = f"cd {shell_quote(proj)} && exec env -i {envs} " + " ".join(shell_quote(a) for a in args)
-        self.tmux("new-session", "-d", "-s", session, "-x", "180", "-y", "50", cmd)
+        cols = os.environ.get("TUI_COLUMNS", "180")  # the terminal's width: 80 shows what a narrow one sees
+        try:
+            self.tmux("new-session", "-d", "-s", session, "-x", cols, "-y", "50", cmd)
+        except RuntimeError as e:  # seen once on a loaded machine: "server exited unexpectedly"; try once more
+            note(f"tmux new-session failed ({e}); retrying once")
+            time.sleep(1)
+            self.tmux("new-session", "-d", "-s", session, "-x", cols, "-y", "50", cmd)
         self.tmux("set-option", "-t", session, "remain-on-exit", "on")
         def ready():
             s = self.screen(session)
