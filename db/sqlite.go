@@ -49,12 +49,15 @@ type sqliteStore struct {
 	migrations *sql.DB // for goose, without _timefmt
 	// events wakes this process's waiters after commits.
 	events notifier
+	// stmts are ask_person's prepared statements.
+	stmts stmtCache
 }
 
 func (s *sqliteStore) Backend() string { return "sqlite" }
 
 func (s *sqliteStore) Close() error {
 	s.events.close()
+	s.stmts.close()
 	return errors.Join(s.db.Close(), s.migrations.Close())
 }
 
@@ -77,7 +80,8 @@ func (s *sqliteStore) tx(ctx context.Context, opts *sql.TxOptions, fn func(q Que
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	var events []pendingEvent
-	if err := fn(sqliteQueries{sqlitedb.New(utcArgs{tx}), &events}); err != nil {
+	q := sqliteQueries{sqlitedb.New(utcArgs{tx}), sqlitedb.New(utcArgs{preparedTx{tx, s}}), &events}
+	if err := fn(q); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -142,7 +146,10 @@ func (u utcArgs) QueryRowContext(ctx context.Context, query string, args ...any)
 
 // sqliteQueries adapts the generated SQLite queries to Queries.
 type sqliteQueries struct {
-	q      *sqlitedb.Queries
+	q *sqlitedb.Queries
+	// ask runs ask_person's statements (and the same statements for any
+	// other caller) prepared once per connection.
+	ask    *sqlitedb.Queries
 	events *[]pendingEvent // published after the transaction commits
 }
 
@@ -164,7 +171,7 @@ func (a sqliteQueries) GetOrganization(ctx context.Context, id string) (Organiza
 }
 
 func (a sqliteQueries) AllocateMessage(ctx context.Context, orgID string) (int64, int64, error) {
-	r, err := a.q.AllocateMessage(ctx, orgID)
+	r, err := a.ask.AllocateMessage(ctx, orgID)
 	return r.LastMessageID, r.LastEventSeq, sqliteError(err)
 }
 
@@ -226,7 +233,7 @@ func (a sqliteQueries) RevokeUserTokens(ctx context.Context, orgID, userID strin
 }
 
 func (a sqliteQueries) CreateMessage(ctx context.Context, m Message) error {
-	return sqliteError(a.q.CreateMessage(ctx, sqlitedb.CreateMessageParams{
+	return sqliteError(a.ask.CreateMessage(ctx, sqlitedb.CreateMessageParams{
 		OrgID: m.OrgID, ID: m.ID, FromUserID: m.FromUserID, ToUserID: m.ToUserID,
 		Question: m.Question, AskedAt: m.AskedAt, AskedSeq: m.AskedSeq,
 	}))
@@ -237,7 +244,7 @@ func (a sqliteQueries) CreateMessage(ctx context.Context, m Message) error {
 // transaction it runs in already excludes every other writer. (One
 // INSERT … SELECT making every check measured slower than this.)
 func (a sqliteQueries) AskPerson(ctx context.Context, p AskParams) (AskOutcome, error) {
-	r, err := a.q.AskCheck(ctx, sqlitedb.AskCheckParams{ToUserID: p.ToUserID, TokenHash: p.TokenHash})
+	r, err := a.ask.AskCheck(ctx, sqlitedb.AskCheckParams{ToUserID: p.ToUserID, TokenHash: p.TokenHash})
 	if err = sqliteError(err); errors.Is(err, ErrNotFound) {
 		return AskOutcome{Status: AskBadToken}, nil
 	} else if err != nil {
