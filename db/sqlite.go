@@ -51,6 +51,8 @@ type sqliteStore struct {
 	events notifier
 	// stmts are ask_person's prepared statements.
 	stmts stmtCache
+	// writer admits one write transaction at a time (see InTx).
+	writer writeLock
 }
 
 func (s *sqliteStore) Backend() string { return "sqlite" }
@@ -65,7 +67,17 @@ func (s *sqliteStore) Ping(ctx context.Context) error {
 	return sqliteError(s.db.PingContext(ctx))
 }
 
+// InTx runs fn in a write transaction. SQLite admits one writer at a time
+// anyway (BEGIN IMMEDIATE), but a connection refused the lock polls for it,
+// taking and dropping file locks, which cost ask_person a third of its CPU
+// under load; this process's writers queue on a channel instead, without
+// holding a connection while they wait. Other processes still meet the busy
+// timeout.
 func (s *sqliteStore) InTx(ctx context.Context, fn func(q Queries) error) error {
+	if err := s.writer.lock(ctx); err != nil {
+		return err
+	}
+	defer s.writer.unlock()
 	return s.tx(ctx, nil, fn)
 }
 

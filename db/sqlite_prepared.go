@@ -97,3 +97,21 @@ func (p preparedTx) QueryRowContext(ctx context.Context, query string, args ...a
 	}
 	return p.tx.QueryRowContext(ctx, query, args...)
 }
+
+// writeLock is a mutex that a waiter can give up on when its context ends.
+type writeLock struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (w *writeLock) lock(ctx context.Context) error {
+	w.once.Do(func() { w.ch = make(chan struct{}, 1) })
+	select {
+	case w.ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *writeLock) unlock() { <-w.ch }
