@@ -52,11 +52,15 @@ func handle[A, R any](t *tools, name string, fn func(context.Context, A) (R, err
 		if r, ok := any(out).(*mcpgo.CallToolResult); ok {
 			return r, nil // a result the tool built itself, such as an input request
 		}
+		// Marshalled once: the text block carries the serialized JSON, and
+		// the same bytes go out (compacted) as structuredContent.
 		text, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {
 			return mcpgo.NewToolResultError(publicError(ctx, t.log, name, err)), nil
 		}
-		return mcpgo.NewToolResultStructured(out, string(text)), nil
+		res = mcpgo.NewToolResultStructured(out, string(text))
+		res.RawStructuredContent = text
+		return res, nil
 	}
 }
 
