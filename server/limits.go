@@ -21,8 +21,11 @@ const (
 	// three times this (100 bodies of 1 MiB at once: about 30 MiB).
 	DefaultMaxBodyBytesInFlight = 8 << 20
 	// DefaultMaxConcurrentRequests bounds /mcp requests being served at
-	// once, long waits (wait_for_messages, approvals) included.
-	DefaultMaxConcurrentRequests = 512
+	// once, long waits (wait_for_messages, approvals) included. Every
+	// connected agent keeps a wait open, so this sits well above the rules
+	// layer's own cap on open waits; an unauthenticated request holds only
+	// its body (bounded above) and a goroutine.
+	DefaultMaxConcurrentRequests = 4096
 	// DefaultMaxSessions bounds the sessions (2025-era clients that sent
 	// initialize) whose client capabilities one replica remembers. A
 	// session with the largest clientInfo accepted costs about 17 KiB of

@@ -57,7 +57,7 @@ const envHelp = `Environment:
   CTALK_CLIENT_IP_HEADER  a header a trusted proxy sets to the client's address (Fly-Client-IP;
                           default: none, or Fly-Client-IP on Fly.io)
   CTALK_MAX_CONCURRENT_REQUESTS
-                          /mcp requests served at once, open waits included (default 512)
+                          /mcp requests served at once, open waits included (default 4096)
   CTALK_MAX_BODY_BYTES_IN_FLIGHT
                           request body bytes held at once, in bytes (default 8388608 = 8 MiB)
   CTALK_MAX_SESSIONS      client sessions one replica remembers (default 500)
