@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/internal/testkit"
 )
 
 // Passwords used by the fixtures. They are distinctive so a test can search
@@ -51,38 +51,20 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // harness is one ctalk MCP server over a real store, driven through mcp-go's
 // in-process client: calls go through the same JSON-RPC path a remote client's do.
 type harness struct {
 	t      *testing.T
 	client *mcpclient.Client
 	clock  *fakeClock
-	logs   *syncBuffer
+	logs   *testkit.SyncBuffer
 }
 
 // newHarness starts a server on s with a fake clock and a captured logger.
 // opts.Now and opts.Logger are replaced.
 func newHarness(t *testing.T, s db.Store, opts Options) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: &fakeClock{now: testStart}, logs: &syncBuffer{}}
+	h := &harness{t: t, clock: &fakeClock{now: testStart}, logs: &testkit.SyncBuffer{}}
 	opts.Now = h.clock.Now
 	opts.Logger = slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c, err := mcpclient.NewInProcessClient(NewServer(s, opts))

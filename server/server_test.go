@@ -21,6 +21,7 @@ import (
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
+	"github.com/ctalk/ctalk/internal/testkit"
 	"github.com/ctalk/ctalk/mcp"
 )
 
@@ -461,23 +462,10 @@ func TestClientAddr(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer a logger and a test may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 func TestRequestLogOmitsSecrets(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		var logs syncBuffer
+		var logs testkit.SyncBuffer
 		h := newHandler(s, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		const adminPW, userPW, question = "admin-Secret-4242", "user-Secret-1717", "the-private-message-body"
 		// Requests run synchronously, so each one's log line is written on return.
