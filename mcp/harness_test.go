@@ -12,6 +12,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/db/dbtest"
 	"github.com/ctalk/ctalk/internal/testkit"
 )
 
@@ -49,6 +50,23 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// forEachHarness runs fn in a subtest per backend, over a fresh harness
+// built with opts.
+func forEachHarness(t *testing.T, opts Options, fn func(t *testing.T, h *harness)) {
+	t.Helper()
+	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) { fn(t, newHarness(t, s, opts)) })
+}
+
+// forEachTeam is forEachHarness with the harness's team registered; umar and
+// john are their tokens.
+func forEachTeam(t *testing.T, opts Options, fn func(t *testing.T, h *harness, umar, john string)) {
+	t.Helper()
+	forEachHarness(t, opts, func(t *testing.T, h *harness) {
+		umar, john := h.team()
+		fn(t, h, umar, john)
+	})
 }
 
 // harness is one ctalk MCP server over a real store, driven through mcp-go's
