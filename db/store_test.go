@@ -201,10 +201,8 @@ func TestTimesRoundTripInUTC(t *testing.T) {
 
 func TestNullableFields(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
+	forEachAsked(t, "why?", func(t *testing.T, s db.Store, m db.Message) {
 		ctx := t.Context()
-		seedOrg(t, s, "a", "amy", "bob")
-		m := ask(t, s, "a", "amy", "bob", "why?", t0)
 
 		view(t, s, func(q db.Queries) error {
 			u, err := q.GetUser(ctx, "a", "amy")
@@ -493,10 +491,8 @@ func TestListInbox(t *testing.T) {
 
 func TestDraftAndAnswer(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
+	forEachAsked(t, "q", func(t *testing.T, s db.Store, m db.Message) {
 		ctx := t.Context()
-		seedOrg(t, s, "a", "amy", "bob")
-		m := ask(t, s, "a", "amy", "bob", "q", t0)
 
 		for i, draft := range []string{"first", "second"} {
 			at := t0.Add(time.Duration(i+1) * time.Second)
@@ -718,9 +714,7 @@ func TestViewReadsButDoesNotWrite(t *testing.T) {
 // exactly one answer is stored, and every other caller is told ErrNotFound.
 func TestAnswerMessageOnceUnderConcurrency(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
-		seedOrg(t, s, "a", "amy", "bob")
-		m := ask(t, s, "a", "amy", "bob", "q", t0)
+	forEachAsked(t, "q", func(t *testing.T, s db.Store, m db.Message) {
 
 		const callers = 20
 		errs := make([]error, callers)

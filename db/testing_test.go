@@ -109,6 +109,16 @@ func seedOrg(t *testing.T, s db.Store, orgID string, userIDs ...string) {
 	})
 }
 
+// forEachAsked runs fn on each backend once amy, in organization a, has
+// asked bob question at t0; m is that question.
+func forEachAsked(t *testing.T, question string, fn func(t *testing.T, s db.Store, m db.Message)) {
+	t.Helper()
+	forEachBackend(t, func(t *testing.T, s db.Store) {
+		seedOrg(t, s, "a", "amy", "bob")
+		fn(t, s, ask(t, s, "a", "amy", "bob", question, t0))
+	})
+}
+
 // ask stores a question the way a tool does (number it, then insert it) and
 // returns it as it was stored.
 func ask(t *testing.T, s db.Store, orgID, from, to, question string, at time.Time) db.Message {
