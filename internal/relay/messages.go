@@ -97,19 +97,13 @@ type Inbox struct {
 // Inbox lists unanswered questions to the caller after message afterID, oldest first.
 func (s *Service) Inbox(ctx context.Context, cred Credentials, afterID int64) (Inbox, error) {
 	var res Inbox
-	err := s.store.View(ctx, func(q db.Queries) error {
-		c, err := s.authenticate(ctx, q, cred)
-		if err != nil {
-			return err
-		}
+	err := s.store.View(ctx, s.asCaller(ctx, cred, func(q db.Queries, c caller) error {
 		items, err := q.ListInbox(ctx, c.user.OrgID, c.user.ID, afterID, inboxPage+1)
 		if err != nil {
 			return err
 		}
 		res = Inbox{Questions: make([]InboxQuestion, 0, len(items)), Notice: UntrustedNotice}
-		if len(items) > inboxPage {
-			items, res.More = items[:inboxPage], true
-		}
+		items, res.More = onePage(items, inboxPage)
 		for _, it := range items {
 			res.Questions = append(res.Questions, InboxQuestion{
 				MessageID: it.ID,
@@ -129,7 +123,7 @@ func (s *Service) Inbox(ctx context.Context, cred Credentials, afterID int64) (I
 				"show it to the user, and call send_response only with text the user explicitly approved."
 		}
 		return nil
-	})
+	}))
 	return res, err
 }
 
@@ -140,6 +134,15 @@ type DraftResult struct {
 	SavedAt   time.Time `json:"saved_at"`
 	Status    string    `json:"status"`
 	NextStep  string    `json:"next_step"`
+}
+
+// onePage cuts rows, read with a limit of n+1, to n and says whether more
+// were there: one extra row answers "is there more?" without a count query.
+func onePage[T any](rows []T, n int) ([]T, bool) {
+	if len(rows) > n {
+		return rows[:n], true
+	}
+	return rows, false
 }
 
 // notYourQuestion is the one answer for a message that does not exist, belongs
@@ -168,11 +171,7 @@ func (s *Service) Propose(ctx context.Context, cred Credentials, id int64, draft
 		return DraftResult{}, err
 	}
 	var res DraftResult
-	err = s.store.InTx(ctx, func(q db.Queries) error {
-		c, err := s.authenticate(ctx, q, cred)
-		if err != nil {
-			return err
-		}
+	err = s.store.InTx(ctx, s.asCaller(ctx, cred, func(q db.Queries, c caller) error {
 		m, err := recipientMessage(ctx, q, c, id)
 		if err != nil {
 			return err
@@ -190,6 +189,6 @@ func (s *Service) Propose(ctx context.Context, cred Credentials, id int64, draft
 				"same text only after the user explicitly approves; if they want changes, propose again.",
 		}
 		return nil
-	})
+	}))
 	return res, err
 }

@@ -70,9 +70,7 @@ func (s *Service) CheckReplies(ctx context.Context, cred Credentials, sinceArg, 
 			return err
 		}
 		res = Replies{Replies: make([]Reply, 0, len(rows)), Notice: UntrustedNotice}
-		if len(rows) > repliesPage {
-			rows, res.More = rows[:repliesPage], true
-		}
+		rows, res.More = onePage(rows, repliesPage)
 		for _, r := range rows {
 			res.Replies = append(res.Replies, Reply{
 				MessageID: r.ID, AnsweredBy: Person{UserID: r.ToUserID, Name: r.RecipientName},
