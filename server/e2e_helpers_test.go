@@ -99,12 +99,19 @@ func connectTo(t *testing.T, url, bearer, protocol string) *sdk.ClientSession {
 	if bearer != "" {
 		hdr.Set("Authorization", "Bearer "+bearer)
 	}
+	return openSession(t, url, protocol, hdr, nil)
+}
+
+// openSession opens an official-SDK session to url at protocol, sending hdr
+// with every request, built with opts; it closes when the test ends.
+func openSession(t *testing.T, url, protocol string, hdr http.Header, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	transport := &sdk.StreamableClientTransport{
 		Endpoint:   url,
 		HTTPClient: &http.Client{Transport: headerTransport{http.DefaultTransport, hdr}, Timeout: time.Minute},
 		MaxRetries: -1,
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "ctalk-e2e", Version: "1.0.0"}, nil)
+	client := sdk.NewClient(&sdk.Implementation{Name: "ctalk-e2e", Version: "1.0.0"}, opts)
 	cs, err := client.Connect(t.Context(), transport, &sdk.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		t.Fatalf("Connect(%s, protocol %q): %v", url, protocol, err)
