@@ -90,6 +90,14 @@ func TestListEvents(t *testing.T) {
 // cmpEmpty treats nil and empty slices alike.
 var cmpEmpty = cmp.Comparer(func(a, b []db.Event) bool { return cmp.Equal(a, b) || len(a) == 0 && len(b) == 0 })
 
+// subscribe wakes on orgID/userID's events until the test ends.
+func subscribe(t *testing.T, s db.Store, orgID, userID string) <-chan struct{} {
+	t.Helper()
+	wake, cancel := s.Subscribe(t.Context(), orgID, userID)
+	t.Cleanup(cancel)
+	return wake
+}
+
 // askAndNotify stores a question the way ask_person does, NotifyEvent included.
 func askAndNotify(t *testing.T, s db.Store, orgID, from, to, question string) {
 	t.Helper()
@@ -135,8 +143,7 @@ func TestNotifyWakesOnlyTheUser(t *testing.T) {
 		seedOrg(t, s, "a", "amy", "bob")
 		bobWake, bobCancel := s.Subscribe(t.Context(), "a", "bob")
 		defer bobCancel()
-		amyWake, amyCancel := s.Subscribe(t.Context(), "a", "amy")
-		defer amyCancel()
+		amyWake := subscribe(t, s, "a", "amy")
 		settle(bobWake, amyWake)
 
 		start := time.Now()
@@ -181,8 +188,7 @@ func TestNotifyAcrossStores(t *testing.T) {
 	forEachConfig(t, func(t *testing.T, cfg db.Config) {
 		waiterStore, askerStore := openStore(t, cfg), openStore(t, cfg)
 		seedOrg(t, askerStore, "a", "amy", "bob")
-		wake, cancel := waiterStore.Subscribe(t.Context(), "a", "bob")
-		defer cancel()
+		wake := subscribe(t, waiterStore, "a", "bob")
 		settle(wake)
 
 		within := time.Second
@@ -205,8 +211,7 @@ func TestFallbackPollFindsUnannouncedEvents(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, s db.Store) {
 		seedOrg(t, s, "a", "amy", "bob")
-		wake, cancel := s.Subscribe(t.Context(), "a", "bob")
-		defer cancel()
+		wake := subscribe(t, s, "a", "bob")
 		// Let the poll observe the organization once, so the next change is news.
 		time.Sleep(5*time.Second + 500*time.Millisecond)
 		settle(wake)
@@ -314,8 +319,7 @@ func TestListenerReconnects(t *testing.T) {
 	dbURL, app := dbtest.WithAppName(t, dbURL)
 	s := openStore(t, db.Config{DatabaseURL: dbURL})
 	seedOrg(t, s, "a", "amy", "bob")
-	wake, cancel := s.Subscribe(t.Context(), "a", "bob")
-	defer cancel()
+	wake := subscribe(t, s, "a", "bob")
 	settle(wake)
 
 	var killed int
