@@ -102,21 +102,20 @@ func (s *Service) Inbox(ctx context.Context, cred Credentials, afterID int64) (I
 		if err != nil {
 			return err
 		}
-		res = Inbox{Questions: make([]InboxQuestion, 0, len(items)), Notice: UntrustedNotice}
-		items, res.More = onePage(items, inboxPage)
-		for _, it := range items {
-			res.Questions = append(res.Questions, InboxQuestion{
+		res = Inbox{Notice: UntrustedNotice}
+		res.Questions, res.More = onePage(items, inboxPage, func(it db.InboxItem) InboxQuestion {
+			return InboxQuestion{
 				MessageID: it.ID,
 				From: Person{UserID: it.FromUserID, Name: it.SenderName, Ownership: it.SenderOwnership,
 					Notes: it.SenderNotes, ProfileNotes: it.SenderProfileNotes},
 				Question: it.Question, AskedAt: it.AskedAt, YourDraft: it.DraftText, DraftUpdatedAt: it.DraftUpdatedAt,
-			})
-		}
+			}
+		})
 		switch {
 		case len(res.Questions) == 0:
 			res.NextStep = "No unanswered questions."
 		case res.More:
-			res.NextStep = fmt.Sprintf("More questions wait: call check_inbox with after_message_id %d. ", items[len(items)-1].ID)
+			res.NextStep = fmt.Sprintf("More questions wait: call check_inbox with after_message_id %d. ", res.Questions[len(res.Questions)-1].MessageID)
 		}
 		if len(res.Questions) > 0 {
 			res.NextStep += "To answer: draft from the user's own knowledge and code, save it with propose_response, " +
@@ -136,13 +135,19 @@ type DraftResult struct {
 	NextStep  string    `json:"next_step"`
 }
 
-// onePage cuts rows, read with a limit of n+1, to n and says whether more
-// were there: one extra row answers "is there more?" without a count query.
-func onePage[T any](rows []T, n int) ([]T, bool) {
-	if len(rows) > n {
-		return rows[:n], true
+// onePage converts the first n of rows, read with a limit of n+1, with conv,
+// in order, and says whether more were there: one extra row answers "is
+// there more?" without a count query. The page is never nil (JSON []).
+func onePage[R, T any](rows []R, n int, conv func(R) T) ([]T, bool) {
+	more := len(rows) > n
+	if more {
+		rows = rows[:n]
 	}
-	return rows, false
+	page := make([]T, 0, len(rows))
+	for _, r := range rows {
+		page = append(page, conv(r))
+	}
+	return page, more
 }
 
 // notYourQuestion is the one answer for a message that does not exist, belongs
