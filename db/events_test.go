@@ -2,10 +2,7 @@ package db_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"net/url"
 	"runtime"
 	"sync"
 	"testing"
@@ -14,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/db/dbtest"
 )
 
 // listEvents reads a user's events in a read-only transaction.
@@ -92,6 +90,14 @@ func TestListEvents(t *testing.T) {
 // cmpEmpty treats nil and empty slices alike.
 var cmpEmpty = cmp.Comparer(func(a, b []db.Event) bool { return cmp.Equal(a, b) || len(a) == 0 && len(b) == 0 })
 
+// subscribe wakes on orgID/userID's events until the test ends.
+func subscribe(t *testing.T, s db.Store, orgID, userID string) <-chan struct{} {
+	t.Helper()
+	wake, cancel := s.Subscribe(t.Context(), orgID, userID)
+	t.Cleanup(cancel)
+	return wake
+}
+
 // askAndNotify stores a question the way ask_person does, NotifyEvent included.
 func askAndNotify(t *testing.T, s db.Store, orgID, from, to, question string) {
 	t.Helper()
@@ -137,8 +143,7 @@ func TestNotifyWakesOnlyTheUser(t *testing.T) {
 		seedOrg(t, s, "a", "amy", "bob")
 		bobWake, bobCancel := s.Subscribe(t.Context(), "a", "bob")
 		defer bobCancel()
-		amyWake, amyCancel := s.Subscribe(t.Context(), "a", "amy")
-		defer amyCancel()
+		amyWake := subscribe(t, s, "a", "amy")
 		settle(bobWake, amyWake)
 
 		start := time.Now()
@@ -183,8 +188,7 @@ func TestNotifyAcrossStores(t *testing.T) {
 	forEachConfig(t, func(t *testing.T, cfg db.Config) {
 		waiterStore, askerStore := openStore(t, cfg), openStore(t, cfg)
 		seedOrg(t, askerStore, "a", "amy", "bob")
-		wake, cancel := waiterStore.Subscribe(t.Context(), "a", "bob")
-		defer cancel()
+		wake := subscribe(t, waiterStore, "a", "bob")
 		settle(wake)
 
 		within := time.Second
@@ -207,8 +211,7 @@ func TestFallbackPollFindsUnannouncedEvents(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, s db.Store) {
 		seedOrg(t, s, "a", "amy", "bob")
-		wake, cancel := s.Subscribe(t.Context(), "a", "bob")
-		defer cancel()
+		wake := subscribe(t, s, "a", "bob")
 		// Let the poll observe the organization once, so the next change is news.
 		time.Sleep(5*time.Second + 500*time.Millisecond)
 		settle(wake)
@@ -238,7 +241,7 @@ func TestSubscriptionsLeakNothing(t *testing.T) {
 func subscriptionsLeakNothing(t *testing.T, cfg db.Config, waiters int) {
 	var appName string
 	if cfg.DatabaseURL != "" {
-		cfg.DatabaseURL, appName = withAppName(t, cfg.DatabaseURL)
+		cfg.DatabaseURL, appName = dbtest.WithAppName(t, cfg.DatabaseURL)
 	}
 	s := openStore(t, cfg)
 	seedOrg(t, s, "a", "amy", "bob")
@@ -265,7 +268,7 @@ func subscriptionsLeakNothing(t *testing.T, cfg db.Config, waiters int) {
 		t.Errorf("%d pooled connections in use while %d waiters wait, want 0", inUse, waiters)
 	}
 	if appName != "" {
-		total, busy := pgConnections(t, cfg.DatabaseURL, appName)
+		total, busy := dbtest.Connections(t, cfg.DatabaseURL, appName)
 		t.Logf("postgres: the server sees %d connections (the pool's and the LISTEN one), %d busy", total, busy)
 		if busy != 0 || total > open+1 {
 			t.Errorf("server sees %d connections, %d busy; want at most %d (pool + LISTEN), none busy", total, busy, open+1)
@@ -313,11 +316,10 @@ func subscriptionsLeakNothing(t *testing.T, cfg db.Config, waiters int) {
 func TestListenerReconnects(t *testing.T) {
 	t.Parallel()
 	dbURL, _ := newPostgresSchema(t)
-	dbURL, app := withAppName(t, dbURL)
+	dbURL, app := dbtest.WithAppName(t, dbURL)
 	s := openStore(t, db.Config{DatabaseURL: dbURL})
 	seedOrg(t, s, "a", "amy", "bob")
-	wake, cancel := s.Subscribe(t.Context(), "a", "bob")
-	defer cancel()
+	wake := subscribe(t, s, "a", "bob")
 	settle(wake)
 
 	var killed int
@@ -339,35 +341,4 @@ func TestListenerReconnects(t *testing.T) {
 		t.Fatalf("subscriber not woken within 1s of a question after the reconnect")
 	}
 	t.Logf("wake-up %v after a question, after the reconnect", time.Since(start).Round(time.Millisecond))
-}
-
-// withAppName tags a PostgreSQL URL's connections with a unique
-// application_name, so pg_stat_activity can count this store's connections
-// on a server other tests share.
-func withAppName(t *testing.T, dbURL string) (string, string) {
-	t.Helper()
-	var b [6]byte
-	rand.Read(b[:])
-	name := "ctalk_test_" + hex.EncodeToString(b[:])
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("application_name", name)
-	u.RawQuery = q.Encode()
-	return u.String(), name
-}
-
-// pgConnections counts the server connections with an application_name, and
-// how many of them are running a query or sit in a transaction.
-func pgConnections(t *testing.T, dbURL, appName string) (total, busy int) {
-	t.Helper()
-	err := pgConn(t, dbURL).QueryRow(t.Context(), `
-		SELECT count(*), count(*) FILTER (WHERE state <> 'idle')
-		FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`, appName).Scan(&total, &busy)
-	if err != nil {
-		t.Fatalf("count connections: %v", err)
-	}
-	return total, busy
 }

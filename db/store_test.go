@@ -58,10 +58,8 @@ func TestOrganizations(t *testing.T) {
 
 func TestUsers(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
+	forEachTwoOrgs(t, []string{"zoe", "bob", "amy"}, []string{"bob", "yan"}, func(t *testing.T, s db.Store) {
 		ctx := t.Context()
-		seedOrg(t, s, "a", "zoe", "bob", "amy")
-		seedOrg(t, s, "b", "bob", "yan")
 
 		err := inTx(t, s, func(q db.Queries) error { return q.CreateUser(ctx, newUser("a", "bob")) })
 		wantErr(t, `CreateUser("a", "bob") again`, err, db.ErrConflict)
@@ -201,10 +199,8 @@ func TestTimesRoundTripInUTC(t *testing.T) {
 
 func TestNullableFields(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
+	forEachAsked(t, "why?", func(t *testing.T, s db.Store, m db.Message) {
 		ctx := t.Context()
-		seedOrg(t, s, "a", "amy", "bob")
-		m := ask(t, s, "a", "amy", "bob", "why?", t0)
 
 		view(t, s, func(q db.Queries) error {
 			u, err := q.GetUser(ctx, "a", "amy")
@@ -246,10 +242,8 @@ func TestNullableFields(t *testing.T) {
 
 func TestTokens(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
+	forEachTwoOrgs(t, []string{"amy", "bob"}, []string{"yan"}, func(t *testing.T, s db.Store) {
 		ctx := t.Context()
-		seedOrg(t, s, "a", "amy", "bob")
-		seedOrg(t, s, "b", "yan")
 		tok := func(hash, user string) db.Token {
 			return db.Token{TokenHash: []byte(hash), OrgID: "a", UserID: user, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
 		}
@@ -331,10 +325,8 @@ func TestTokens(t *testing.T) {
 
 func TestAllocate(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
+	forEachTwoOrgs(t, nil, nil, func(t *testing.T, s db.Store) {
 		ctx := t.Context()
-		seedOrg(t, s, "a")
-		seedOrg(t, s, "b")
 		type ids struct{ ID, Seq int64 }
 		allocate := func(org string) ids {
 			t.Helper()
@@ -395,10 +387,8 @@ func TestAllocate(t *testing.T) {
 
 func TestMessagesStayInTheirOrganization(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
+	forEachTwoOrgs(t, []string{"amy", "bob"}, []string{"yan", "zed"}, func(t *testing.T, s db.Store) {
 		ctx := t.Context()
-		seedOrg(t, s, "a", "amy", "bob")
-		seedOrg(t, s, "b", "yan", "zed")
 
 		msg := func(from, to string) db.Message {
 			return db.Message{OrgID: "a", ID: 7, FromUserID: from, ToUserID: to, Question: "q", AskedAt: t0, AskedSeq: 1}
@@ -443,10 +433,8 @@ func TestMessagesStayInTheirOrganization(t *testing.T) {
 
 func TestListInbox(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
+	forEachTwoOrgs(t, []string{"amy", "bob", "cat"}, []string{"amy", "bob"}, func(t *testing.T, s db.Store) {
 		ctx := t.Context()
-		seedOrg(t, s, "a", "amy", "bob", "cat")
-		seedOrg(t, s, "b", "amy", "bob")
 		m1 := ask(t, s, "a", "amy", "bob", "one", t0)
 		m2 := ask(t, s, "a", "cat", "bob", "two", t0.Add(time.Second))
 		ask(t, s, "a", "bob", "amy", "not to bob", t0)
@@ -493,10 +481,8 @@ func TestListInbox(t *testing.T) {
 
 func TestDraftAndAnswer(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
+	forEachAsked(t, "q", func(t *testing.T, s db.Store, m db.Message) {
 		ctx := t.Context()
-		seedOrg(t, s, "a", "amy", "bob")
-		m := ask(t, s, "a", "amy", "bob", "q", t0)
 
 		for i, draft := range []string{"first", "second"} {
 			at := t0.Add(time.Duration(i+1) * time.Second)
@@ -585,10 +571,8 @@ func TestListReplies(t *testing.T) {
 
 func TestCountAndLast(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
+	forEachTwoOrgs(t, []string{"amy", "bob"}, []string{"amy", "bob"}, func(t *testing.T, s db.Store) {
 		ctx := t.Context()
-		seedOrg(t, s, "a", "amy", "bob")
-		seedOrg(t, s, "b", "amy", "bob")
 		last := func(answered bool) (db.Message, error) {
 			t.Helper()
 			var m db.Message
@@ -718,9 +702,7 @@ func TestViewReadsButDoesNotWrite(t *testing.T) {
 // exactly one answer is stored, and every other caller is told ErrNotFound.
 func TestAnswerMessageOnceUnderConcurrency(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
-		seedOrg(t, s, "a", "amy", "bob")
-		m := ask(t, s, "a", "amy", "bob", "q", t0)
+	forEachAsked(t, "q", func(t *testing.T, s db.Store, m db.Message) {
 
 		const callers = 20
 		errs := make([]error, callers)
@@ -771,10 +753,8 @@ func TestAnswerMessageOnceUnderConcurrency(t *testing.T) {
 
 func TestMarkRepliesSeen(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
+	forEachTwoOrgs(t, []string{"amy"}, []string{"amy"}, func(t *testing.T, s db.Store) {
 		ctx := t.Context()
-		seedOrg(t, s, "a", "amy")
-		seedOrg(t, s, "b", "amy")
 		seen := func(org string) int64 {
 			t.Helper()
 			var u db.User
@@ -797,10 +777,8 @@ func TestMarkRepliesSeen(t *testing.T) {
 
 func TestGetTokenUser(t *testing.T) {
 	t.Parallel()
-	forEachBackend(t, func(t *testing.T, s db.Store) {
+	forEachTwoOrgs(t, []string{"amy"}, []string{"amy"}, func(t *testing.T, s db.Store) {
 		ctx := t.Context()
-		seedOrg(t, s, "a", "amy")
-		seedOrg(t, s, "b", "amy")
 		tok := db.Token{TokenHash: []byte("hash-of-amy-b"), OrgID: "b", UserID: "amy", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
 		mustTx(t, s, func(q db.Queries) error { return q.CreateToken(ctx, tok) })
 		view(t, s, func(q db.Queries) error {

@@ -109,6 +109,28 @@ func seedOrg(t *testing.T, s db.Store, orgID string, userIDs ...string) {
 	})
 }
 
+// forEachTwoOrgs runs fn on each backend once organizations a and b are
+// seeded with aUsers and bUsers: the tests of what one organization must
+// never see of another.
+func forEachTwoOrgs(t *testing.T, aUsers, bUsers []string, fn func(t *testing.T, s db.Store)) {
+	t.Helper()
+	forEachBackend(t, func(t *testing.T, s db.Store) {
+		seedOrg(t, s, "a", aUsers...)
+		seedOrg(t, s, "b", bUsers...)
+		fn(t, s)
+	})
+}
+
+// forEachAsked runs fn on each backend once amy, in organization a, has
+// asked bob question at t0; m is that question.
+func forEachAsked(t *testing.T, question string, fn func(t *testing.T, s db.Store, m db.Message)) {
+	t.Helper()
+	forEachBackend(t, func(t *testing.T, s db.Store) {
+		seedOrg(t, s, "a", "amy", "bob")
+		fn(t, s, ask(t, s, "a", "amy", "bob", question, t0))
+	})
+}
+
 // ask stores a question the way a tool does (number it, then insert it) and
 // returns it as it was stored.
 func ask(t *testing.T, s db.Store, orgID, from, to, question string, at time.Time) db.Message {

@@ -6,17 +6,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/ctalk/ctalk/db"
-	"github.com/ctalk/ctalk/db/dbtest"
 )
 
 // TestLoginFailuresLookAlike: whatever was wrong, a failed login says the same
 // thing, so nobody can find out which organizations and users exist.
 func TestLoginFailuresLookAlike(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		h := newHarness(t, s, Options{})
+	forEachHarness(t, Options{}, func(t *testing.T, h *harness) {
 		h.org("acme")
 		h.user("acme", "umar")
 		h.user("acme", "gone")
@@ -45,8 +41,7 @@ func TestLoginFailuresLookAlike(t *testing.T) {
 // existing organization keeps its name and admin password.
 func TestRegisterOrganizationDuplicate(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		h := newHarness(t, s, Options{})
+	forEachHarness(t, Options{}, func(t *testing.T, h *harness) {
 		h.org("acme")
 		const impostorPassword = "impostor-admin-password"
 		got := h.fail("register_organization", map[string]any{
@@ -78,8 +73,7 @@ func TestRegisterOrganizationDuplicate(t *testing.T) {
 // is stored, and an unknown organization answers the same way.
 func TestRegisterUserWrongAdminPassword(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		h := newHarness(t, s, Options{})
+	forEachHarness(t, Options{}, func(t *testing.T, h *harness) {
 		h.org("acme")
 		const otherAdmin = "other-orgs-admin-password"
 		h.ok("register_organization", map[string]any{"org_id": "other", "name": "Other", "admin_password": otherAdmin}, nil)
@@ -124,9 +118,7 @@ func TestRegisterUserWrongAdminPassword(t *testing.T) {
 // message that tells the model to log in again.
 func TestExpiredToken(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		h := newHarness(t, s, Options{TokenTTL: time.Hour})
-		umar, _ := h.team()
+	forEachTeam(t, Options{TokenTTL: time.Hour}, func(t *testing.T, h *harness, umar, _ string) {
 
 		h.clock.Advance(time.Hour - time.Second)
 		h.ok("whoami", map[string]any{"auth_token": umar}, nil)

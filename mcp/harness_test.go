@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/db/dbtest"
+	"github.com/ctalk/ctalk/internal/testkit"
 )
 
 // Passwords used by the fixtures. They are distinctive so a test can search
@@ -51,22 +52,21 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// forEachHarness runs fn in a subtest per backend, over a fresh harness
+// built with opts.
+func forEachHarness(t *testing.T, opts Options, fn func(t *testing.T, h *harness)) {
+	t.Helper()
+	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) { fn(t, newHarness(t, s, opts)) })
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+// forEachTeam is forEachHarness with the harness's team registered; umar and
+// john are their tokens.
+func forEachTeam(t *testing.T, opts Options, fn func(t *testing.T, h *harness, umar, john string)) {
+	t.Helper()
+	forEachHarness(t, opts, func(t *testing.T, h *harness) {
+		umar, john := h.team()
+		fn(t, h, umar, john)
+	})
 }
 
 // harness is one ctalk MCP server over a real store, driven through mcp-go's
@@ -75,14 +75,14 @@ type harness struct {
 	t      *testing.T
 	client *mcpclient.Client
 	clock  *fakeClock
-	logs   *syncBuffer
+	logs   *testkit.SyncBuffer
 }
 
 // newHarness starts a server on s with a fake clock and a captured logger.
 // opts.Now and opts.Logger are replaced.
 func newHarness(t *testing.T, s db.Store, opts Options) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: &fakeClock{now: testStart}, logs: &syncBuffer{}}
+	h := &harness{t: t, clock: &fakeClock{now: testStart}, logs: &testkit.SyncBuffer{}}
 	opts.Now = h.clock.Now
 	opts.Logger = slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c, err := mcpclient.NewInProcessClient(NewServer(s, opts))

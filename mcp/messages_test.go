@@ -35,9 +35,7 @@ func (h *harness) inbox(token string) inboxView {
 // answer is told exactly what a nonexistent message would tell them.
 func TestOnlyRecipientAnswers(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		h := newHarness(t, s, Options{})
-		umar, john := h.team()
+	forEachTeam(t, Options{}, func(t *testing.T, h *harness, umar, john string) {
 		h.org("other")
 		h.user("other", "eve")
 		eve := h.login("other", "eve")
@@ -72,9 +70,7 @@ func TestOnlyRecipientAnswers(t *testing.T) {
 // be redrafted or changed, and sending the same text again is harmless.
 func TestAnswerIsFinal(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		h := newHarness(t, s, Options{})
-		umar, john := h.team()
+	forEachTeam(t, Options{}, func(t *testing.T, h *harness, umar, john string) {
 		id := h.ask(umar, "john", "Which queue do payments use?")
 		args := func(key, text string) map[string]any {
 			return map[string]any{"auth_token": john, "message_id": id, key: text}
@@ -114,9 +110,7 @@ func TestAnswerIsFinal(t *testing.T) {
 
 func TestCheckRepliesSince(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		h := newHarness(t, s, Options{})
-		umar, john := h.team()
+	forEachTeam(t, Options{}, func(t *testing.T, h *harness, umar, john string) {
 		q1 := h.ask(umar, "john", "one?")
 		q2 := h.ask(umar, "john", "two?")
 		h.clock.Advance(time.Minute)
@@ -168,9 +162,7 @@ func TestCheckRepliesSince(t *testing.T) {
 
 func TestCheckRepliesCursor(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		h := newHarness(t, s, Options{})
-		umar, john := h.team()
+	forEachTeam(t, Options{}, func(t *testing.T, h *harness, umar, john string) {
 		q1 := h.ask(umar, "john", "one?")
 		h.answer(john, q1, "one.")
 

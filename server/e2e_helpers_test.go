@@ -5,7 +5,6 @@ package server_test
 // mcp-go), and mirrors of the tools' JSON results as a client reads them.
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -29,6 +28,7 @@ import (
 	_ "github.com/ncruces/go-sqlite3/driver" // database/sql driver "sqlite3", to read the file back
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/internal/testkit"
 	"github.com/ctalk/ctalk/mcp"
 	"github.com/ctalk/ctalk/server"
 )
@@ -45,35 +45,17 @@ const (
 	johnProfile       = "Tech lead for payments; on call this week."
 )
 
-// lockedBuffer collects log output written from many goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is one running ctalk: the real HTTP handler over a store, with its log captured.
 type env struct {
 	url    string
-	logs   *lockedBuffer
+	logs   *testkit.SyncBuffer
 	logger *slog.Logger
 }
 
 // newEnv serves ctalk over store on a local port until the test ends.
 func newEnv(t *testing.T, store db.Store) *env {
 	t.Helper()
-	e := &env{logs: &lockedBuffer{}}
+	e := &env{logs: &testkit.SyncBuffer{}}
 	e.logger = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.url = serve(t, store, mcp.Options{Version: "e2e", Logger: e.logger, HashConcurrency: 4}, e.logger)
 	return e
@@ -117,12 +99,19 @@ func connectTo(t *testing.T, url, bearer, protocol string) *sdk.ClientSession {
 	if bearer != "" {
 		hdr.Set("Authorization", "Bearer "+bearer)
 	}
+	return openSession(t, url, protocol, hdr, nil)
+}
+
+// openSession opens an official-SDK session to url at protocol, sending hdr
+// with every request, built with opts; it closes when the test ends.
+func openSession(t *testing.T, url, protocol string, hdr http.Header, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	transport := &sdk.StreamableClientTransport{
 		Endpoint:   url,
 		HTTPClient: &http.Client{Transport: headerTransport{http.DefaultTransport, hdr}, Timeout: time.Minute},
 		MaxRetries: -1,
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "ctalk-e2e", Version: "1.0.0"}, nil)
+	client := sdk.NewClient(&sdk.Implementation{Name: "ctalk-e2e", Version: "1.0.0"}, opts)
 	cs, err := client.Connect(t.Context(), transport, &sdk.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		t.Fatalf("Connect(%s, protocol %q): %v", url, protocol, err)

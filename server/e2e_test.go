@@ -133,10 +133,8 @@ func TestE2EOrgIsolation(t *testing.T) {
 // TestE2EExactlyOnce: concurrent send_response calls answer a question once.
 func TestE2EExactlyOnce(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		e := newEnv(t, s)
-		cs := e.connect(t, "")
-		umar, john := team(t, cs, "ai-company")
+	withTeam(t, "", "ai-company", func(t *testing.T, w teamEnv) {
+		e, cs, umar, john := w.env, w.anon, w.umar, w.john
 		const n = 20
 		sessions := make([]*sdk.ClientSession, n)
 		for i := range sessions {
@@ -203,10 +201,8 @@ func TestE2EExactlyOnce(t *testing.T) {
 // TestE2ETokens: the token may come in the Authorization header or the auth_token argument.
 func TestE2ETokens(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		e := newEnv(t, s)
-		anon := e.connect(t, "")
-		umar, john := team(t, anon, "ai-company")
+	withTeam(t, "", "ai-company", func(t *testing.T, w teamEnv) {
+		e, s, anon, umar, john := w.env, w.store, w.anon, w.umar, w.john
 		header := e.connect(t, umar)
 		whoami := func(cs *sdk.ClientSession, a args) string {
 			t.Helper()
@@ -324,10 +320,8 @@ func TestE2ESecrets(t *testing.T) {
 // TestE2EBadInput: bad arguments are refused with a message saying what to do, and nothing is stored.
 func TestE2EBadInput(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		e := newEnv(t, s)
-		cs := e.connect(t, "")
-		umar, john := team(t, cs, "ai-company")
+	withTeam(t, "", "ai-company", func(t *testing.T, w teamEnv) {
+		e, cs, umar, john := w.env, w.anon, w.umar, w.john
 		ask(t, cs, umar, "john", seedQuestion)
 		inboxBefore := callOK[inboxOut](t, cs, "check_inbox", args{"auth_token": john})
 		askArgs := func(key string, v any) args {
@@ -383,10 +377,8 @@ func TestE2EBadInput(t *testing.T) {
 // TestE2ERepliesCursor: paging check_replies with its cursor never skips or repeats a reply.
 func TestE2ERepliesCursor(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		e := newEnv(t, s)
-		cs := e.connect(t, "")
-		umar, john := team(t, cs, "ai-company")
+	withTeam(t, "", "ai-company", func(t *testing.T, w teamEnv) {
+		e, cs, umar, john := w.env, w.anon, w.umar, w.john
 		var ids []int64 // every question, in the order asked
 		for i := range 50 {
 			ids = append(ids, ask(t, cs, umar, "john", fmt.Sprintf("Question %d?", i+1)))
@@ -490,10 +482,8 @@ func TestE2ERepliesCursor(t *testing.T) {
 // arrives through the cursor, whatever since says.
 func TestE2ERepliesLateCommit(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		e := newEnv(t, s)
-		cs := e.connect(t, "")
-		umar, john := team(t, cs, "ai-company")
+	withTeam(t, "", "ai-company", func(t *testing.T, w teamEnv) {
+		e, s, cs, umar, john := w.env, w.store, w.anon, w.umar, w.john
 		first := ask(t, cs, umar, "john", seedQuestion)
 		late := ask(t, cs, umar, "john", "Who owns the payments dashboards?")
 		answer(t, cs, john, first, seedAnswer)

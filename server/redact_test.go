@@ -8,6 +8,7 @@ import (
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
+	"github.com/ctalk/ctalk/internal/testkit"
 )
 
 // TestLogsOmitHeaderValues: neither the request log nor mcp-go's own log
@@ -16,7 +17,7 @@ import (
 func TestLogsOmitHeaderValues(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		var logs syncBuffer
+		var logs testkit.SyncBuffer
 		srv := startServer(t, s, Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		const chosen = "mcp-session-0badc0de-1234-4321-8888-feedfacecafe" // a client-chosen id in ctalk's format
 		const token = "ctalk_distinctive-token-7788"
@@ -47,7 +48,7 @@ func TestLogsOmitHeaderValues(t *testing.T) {
 
 func TestRedactHandler(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	log := RedactLogger(slog.New(slog.NewTextHandler(&logs, nil)))
 	log = RedactLogger(log.With("sessionID", "mcp-session-a1", "component", "mcp Bearer abc.def"))
 	log.WithGroup("g").Error("no session mcp-session-b2 for Bearer xyz",

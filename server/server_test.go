@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
+	"github.com/ctalk/ctalk/internal/testkit"
 	"github.com/ctalk/ctalk/mcp"
 )
 
@@ -190,21 +190,19 @@ func TestHealthPostgresRecovers(t *testing.T) {
 	if base.Port() == "" {
 		target = net.JoinHostPort(base.Hostname(), "5432")
 	}
-	proxy := &tcpProxy{target: target, addr: "127.0.0.1:0"}
-	proxy.start(t)
-	t.Cleanup(proxy.stop)
+	proxy := testkit.NewTCPProxy(t, target)
 	schemaURL, _ := dbtest.NewPostgresSchema(t)
 	u, _ := url.Parse(schemaURL)
-	u.Host = proxy.addr
+	u.Host = proxy.Addr()
 	srv := startServer(t, dbtest.Open(t, db.Config{DatabaseURL: u.String()}), Config{})
 
 	if status, got := getJSON(t, srv.URL+"/health", nil); status != http.StatusOK {
 		t.Fatalf("GET /health through the proxy = %d %v, want 200", status, got)
 	}
-	proxy.stop()
+	proxy.Down()
 	checkUnavailable(t, srv.URL+"/health")
 
-	proxy.start(t) // same port
+	proxy.Up(t) // same port
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		status, got := getJSON(t, srv.URL+"/health", nil)
 		if status == http.StatusOK {
@@ -214,62 +212,6 @@ func TestHealthPostgresRecovers(t *testing.T) {
 			t.Fatalf("GET /health after the database came back = %d %v, want 200 within 15s", status, got)
 		}
 	}
-}
-
-// tcpProxy forwards connections from addr to target until stopped.
-type tcpProxy struct {
-	target, addr string
-	mu           sync.Mutex
-	ln           net.Listener
-	conns        []net.Conn
-}
-
-// start listens on the proxy's address (a fresh port the first time).
-func (p *tcpProxy) start(t *testing.T) {
-	t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatalf("proxy listen on %s: %v", p.addr, err)
-	}
-	p.mu.Lock()
-	p.ln, p.addr = ln, ln.Addr().String()
-	p.mu.Unlock()
-	go func() {
-		for {
-			down, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.target)
-			p.mu.Lock()
-			if err != nil || p.ln != ln { // upstream down, or stopped meanwhile
-				p.mu.Unlock()
-				down.Close()
-				if up != nil {
-					up.Close()
-				}
-				continue
-			}
-			p.conns = append(p.conns, up, down)
-			p.mu.Unlock()
-			go func() { io.Copy(up, down); up.Close() }()   //nolint:errcheck // closing either side ends it
-			go func() { io.Copy(down, up); down.Close() }() //nolint:errcheck
-		}
-	}()
-}
-
-// stop closes the listener and every forwarded connection.
-func (p *tcpProxy) stop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
 }
 
 func TestIndex(t *testing.T) {
@@ -461,23 +403,10 @@ func TestClientAddr(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer a logger and a test may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 func TestRequestLogOmitsSecrets(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		var logs syncBuffer
+		var logs testkit.SyncBuffer
 		h := newHandler(s, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		const adminPW, userPW, question = "admin-Secret-4242", "user-Secret-1717", "the-private-message-body"
 		// Requests run synchronously, so each one's log line is written on return.

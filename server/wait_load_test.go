@@ -3,12 +3,8 @@ package server_test
 // How much one relay holds while many clients wait, and that it lets go.
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -18,8 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
@@ -150,7 +144,7 @@ func forEachBackendInTurn(t *testing.T, fn func(t *testing.T, s db.Store, app st
 			cfg := dbtest.NewConfig(t, backend)
 			var app string
 			if cfg.DatabaseURL != "" {
-				cfg.DatabaseURL, app = tagConnections(t, cfg.DatabaseURL)
+				cfg.DatabaseURL, app = dbtest.WithAppName(t, cfg.DatabaseURL)
 			}
 			fn(t, dbtest.Open(t, cfg), app)
 		})
@@ -199,7 +193,7 @@ func sample(t *testing.T, s db.Store, app string) usage {
 	u := usage{rssKiB: rssKiB(t), heapKiB: int64(ms.HeapInuse / 1024), goroutines: runtime.NumGoroutine(), server: -1}
 	u.open, u.inUse = s.Connections()
 	if app != "" {
-		u.server = pgConnections(t, app)
+		u.server, _ = dbtest.Connections(t, os.Getenv(dbtest.PostgresURLEnv), app)
 	}
 	return u
 }
@@ -231,39 +225,6 @@ func settleGoroutines(target int) int {
 		}
 		time.Sleep(100 * time.Millisecond)
 		prev, n = n, runtime.NumGoroutine()
-	}
-	return n
-}
-
-// tagConnections gives a PostgreSQL URL's connections a unique
-// application_name, so pg_stat_activity can tell them from other tests'.
-func tagConnections(t *testing.T, dbURL string) (string, string) {
-	t.Helper()
-	var b [6]byte
-	rand.Read(b[:])
-	app := "ctalk_wait_" + hex.EncodeToString(b[:])
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("application_name", app)
-	u.RawQuery = q.Encode()
-	return u.String(), app
-}
-
-// pgConnections counts what PostgreSQL sees of a store: every connection
-// with its application_name, the pool's and the LISTEN one.
-func pgConnections(t *testing.T, app string) int {
-	t.Helper()
-	conn, err := pgx.Connect(t.Context(), os.Getenv(dbtest.PostgresURLEnv))
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(context.WithoutCancel(t.Context()))
-	var n int
-	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
-		t.Fatalf("count connections: %v", err)
 	}
 	return n
 }

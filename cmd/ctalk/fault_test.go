@@ -603,23 +603,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 		refusedAt.Sub(termAt).Round(time.Millisecond), code, exitedAfter.Round(time.Millisecond), l.count(), len(l.pending))
 
 	// Read the file directly: every stored question was acknowledged, and the reverse.
-	conn, err := sql.Open("sqlite3", "file:"+dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	rows, err := conn.Query("SELECT question, id FROM messages")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := map[string][]int64{}
-	for rows.Next() {
-		var q string
-		var id int64
-		rows.Scan(&q, &id)
-		stored[q] = append(stored[q], id)
-	}
-	rows.Close()
+	stored := storedQuestions(t, dbPath)
 	l.mu.Lock()
 	for q := range stored {
 		if _, ok := l.acked[q]; !ok {
@@ -678,6 +662,30 @@ func serveInProcess(t *testing.T, e env) (base string, stderr *testkit.SyncBuffe
 	return base, stderr, stop
 }
 
+// tmpfsRelay is `ctalk serve` in this process over a SQLite file on a tmpfs
+// of its own, with u0 and u1 registered.
+type tmpfsRelay struct {
+	dir, dbPath string
+	stderr      *testkit.SyncBuffer
+	stop        func() int
+	conns       map[string]*relayclient.Client
+}
+
+// serveOnTmpfs starts a tmpfsRelay on a tmpfs of size; under -short it
+// skips the test, named what.
+func serveOnTmpfs(t *testing.T, size, what string) tmpfsRelay {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping " + what)
+	}
+	r := tmpfsRelay{dir: mountTmpfs(t, size)}
+	r.dbPath = filepath.Join(r.dir, "relay.sqlite3")
+	var base string
+	base, r.stderr, r.stop = serveInProcess(t, env{"RELAY_DB_PATH": r.dbPath})
+	r.conns = faultTeam(t, base, faultClient(), "u0", "u1")
+	return r
+}
+
 // storedQuestions reads the questions in a SQLite file: question → ids.
 func storedQuestions(t *testing.T, path string) map[string][]int64 {
 	t.Helper()
@@ -709,13 +717,8 @@ func storedQuestions(t *testing.T, path string) map[string][]int64 {
 // without a restart.
 func TestSQLiteDiskFull(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("-short: skipping the full-disk test")
-	}
-	dir := mountTmpfs(t, "4m")
-	dbPath := filepath.Join(dir, "relay.sqlite3")
-	base, stderr, stop := serveInProcess(t, env{"RELAY_DB_PATH": dbPath})
-	conns := faultTeam(t, base, faultClient(), "u0", "u1")
+	r := serveOnTmpfs(t, "4m", "the full-disk test")
+	dir, dbPath, stderr, stop, conns := r.dir, r.dbPath, r.stderr, r.stop, r.conns
 	l := newAskLog()
 	long := strings.TrimSpace(strings.Repeat("Why does the retry loop back off like this? ", 80)) // ~3.5 KB
 	ask := func(i int) *relayclient.Result {
@@ -805,13 +808,8 @@ const errUnavailableText = "ctalk's database is unavailable right now: try again
 // was; a read-only remount under a running ctalk is refused by Linux.
 func TestSQLiteReadOnlyLocation(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("-short: skipping the read-only disk test")
-	}
-	dir := mountTmpfs(t, "8m")
-	dbPath := filepath.Join(dir, "relay.sqlite3")
-	base, _, stop := serveInProcess(t, env{"RELAY_DB_PATH": dbPath})
-	conns := faultTeam(t, base, faultClient(), "u0", "u1")
+	r := serveOnTmpfs(t, "8m", "the read-only disk test")
+	dir, dbPath, stop, conns := r.dir, r.dbPath, r.stop, r.conns
 	l := newAskLog()
 	for i := range 10 {
 		q := fmt.Sprintf("question %d", i)

@@ -121,6 +121,44 @@ func withSearchPath(base, schema string) (string, error) {
 	return u.String(), nil
 }
 
+// WithAppName returns dbURL with a unique application_name, and that name:
+// Connections can then count one store's connections on a PostgreSQL server
+// other tests share.
+func WithAppName(t testing.TB, dbURL string) (tagged, app string) {
+	t.Helper()
+	var b [6]byte
+	rand.Read(b[:])
+	app = "ctalk_test_" + hex.EncodeToString(b[:])
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	return u.String(), app
+}
+
+// Connections counts the server's connections named app (see WithAppName),
+// and how many of them are running a query or sit in a transaction. It asks
+// over a connection of its own, closed before it returns.
+func Connections(t testing.TB, dbURL, app string) (total, busy int) {
+	t.Helper()
+	ctx := context.WithoutCancel(t.Context())
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("pgx.Connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	err = conn.QueryRow(ctx, `
+		SELECT count(*), count(*) FILTER (WHERE state <> 'idle')
+		FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`, app).Scan(&total, &busy)
+	if err != nil {
+		t.Fatalf("count connections: %v", err)
+	}
+	return total, busy
+}
+
 // PGConn opens a plain pgx connection, closed when the test ends.
 func PGConn(t testing.TB, dbURL string) *pgx.Conn {
 	t.Helper()

@@ -97,39 +97,32 @@ type Inbox struct {
 // Inbox lists unanswered questions to the caller after message afterID, oldest first.
 func (s *Service) Inbox(ctx context.Context, cred Credentials, afterID int64) (Inbox, error) {
 	var res Inbox
-	err := s.store.View(ctx, func(q db.Queries) error {
-		c, err := s.authenticate(ctx, q, cred)
-		if err != nil {
-			return err
-		}
+	err := s.store.View(ctx, s.asCaller(ctx, cred, func(q db.Queries, c caller) error {
 		items, err := q.ListInbox(ctx, c.user.OrgID, c.user.ID, afterID, inboxPage+1)
 		if err != nil {
 			return err
 		}
-		res = Inbox{Questions: make([]InboxQuestion, 0, len(items)), Notice: UntrustedNotice}
-		if len(items) > inboxPage {
-			items, res.More = items[:inboxPage], true
-		}
-		for _, it := range items {
-			res.Questions = append(res.Questions, InboxQuestion{
+		res = Inbox{Notice: UntrustedNotice}
+		res.Questions, res.More = onePage(items, inboxPage, func(it db.InboxItem) InboxQuestion {
+			return InboxQuestion{
 				MessageID: it.ID,
 				From: Person{UserID: it.FromUserID, Name: it.SenderName, Ownership: it.SenderOwnership,
 					Notes: it.SenderNotes, ProfileNotes: it.SenderProfileNotes},
 				Question: it.Question, AskedAt: it.AskedAt, YourDraft: it.DraftText, DraftUpdatedAt: it.DraftUpdatedAt,
-			})
-		}
+			}
+		})
 		switch {
 		case len(res.Questions) == 0:
 			res.NextStep = "No unanswered questions."
 		case res.More:
-			res.NextStep = fmt.Sprintf("More questions wait: call check_inbox with after_message_id %d. ", items[len(items)-1].ID)
+			res.NextStep = fmt.Sprintf("More questions wait: call check_inbox with after_message_id %d. ", res.Questions[len(res.Questions)-1].MessageID)
 		}
 		if len(res.Questions) > 0 {
 			res.NextStep += "To answer: draft from the user's own knowledge and code, save it with propose_response, " +
 				"show it to the user, and call send_response only with text the user explicitly approved."
 		}
 		return nil
-	})
+	}))
 	return res, err
 }
 
@@ -140,6 +133,21 @@ type DraftResult struct {
 	SavedAt   time.Time `json:"saved_at"`
 	Status    string    `json:"status"`
 	NextStep  string    `json:"next_step"`
+}
+
+// onePage converts the first n of rows, read with a limit of n+1, with conv,
+// in order, and says whether more were there: one extra row answers "is
+// there more?" without a count query. The page is never nil (JSON []).
+func onePage[R, T any](rows []R, n int, conv func(R) T) ([]T, bool) {
+	more := len(rows) > n
+	if more {
+		rows = rows[:n]
+	}
+	page := make([]T, 0, len(rows))
+	for _, r := range rows {
+		page = append(page, conv(r))
+	}
+	return page, more
 }
 
 // notYourQuestion is the one answer for a message that does not exist, belongs
@@ -168,11 +176,7 @@ func (s *Service) Propose(ctx context.Context, cred Credentials, id int64, draft
 		return DraftResult{}, err
 	}
 	var res DraftResult
-	err = s.store.InTx(ctx, func(q db.Queries) error {
-		c, err := s.authenticate(ctx, q, cred)
-		if err != nil {
-			return err
-		}
+	err = s.store.InTx(ctx, s.asCaller(ctx, cred, func(q db.Queries, c caller) error {
 		m, err := recipientMessage(ctx, q, c, id)
 		if err != nil {
 			return err
@@ -190,6 +194,6 @@ func (s *Service) Propose(ctx context.Context, cred Credentials, id int64, draft
 				"same text only after the user explicitly approves; if they want changes, propose again.",
 		}
 		return nil
-	})
+	}))
 	return res, err
 }

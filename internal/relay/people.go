@@ -8,6 +8,19 @@ import (
 	"github.com/ctalk/ctalk/db"
 )
 
+// asCaller wraps fn, the body of a transaction on the caller's behalf, so it
+// first authenticates cred in that same transaction: a token revoked or
+// expired a moment ago is refused, whatever fn would read or write.
+func (s *Service) asCaller(ctx context.Context, cred Credentials, fn func(q db.Queries, c caller) error) func(db.Queries) error {
+	return func(q db.Queries) error {
+		c, err := s.authenticate(ctx, q, cred)
+		if err != nil {
+			return err
+		}
+		return fn(q, c)
+	}
+}
+
 // UserList is the people of the caller's organization.
 type UserList struct {
 	OrgID  string    `json:"org_id"`
@@ -19,11 +32,7 @@ type UserList struct {
 // notes (GetUserProfile has them).
 func (s *Service) ListUsers(ctx context.Context, cred Credentials) (UserList, error) {
 	var res UserList
-	err := s.store.View(ctx, func(q db.Queries) error {
-		c, err := s.authenticate(ctx, q, cred)
-		if err != nil {
-			return err
-		}
+	err := s.store.View(ctx, s.asCaller(ctx, cred, func(q db.Queries, c caller) error {
 		users, err := q.ListUsers(ctx, c.user.OrgID)
 		if err != nil {
 			return err
@@ -35,7 +44,7 @@ func (s *Service) ListUsers(ctx context.Context, cred Credentials) (UserList, er
 			res.Users = append(res.Users, p)
 		}
 		return nil
-	})
+	}))
 	return res, err
 }
 
@@ -71,11 +80,7 @@ func (s *Service) GetUserProfile(ctx context.Context, cred Credentials, userIDAr
 		return UserProfile{}, err
 	}
 	var res UserProfile
-	err = s.store.View(ctx, func(q db.Queries) error {
-		c, err := s.authenticate(ctx, q, cred)
-		if err != nil {
-			return err
-		}
+	err = s.store.View(ctx, s.asCaller(ctx, cred, func(q db.Queries, c caller) error {
 		org, me := c.user.OrgID, c.user.ID
 		u, err := q.GetUser(ctx, org, userID)
 		if errors.Is(err, db.ErrNotFound) {
@@ -96,7 +101,7 @@ func (s *Service) GetUserProfile(ctx context.Context, cred Credentials, userIDAr
 		}
 		in.LastAnswer, err = newest(ctx, q.LastAnswer, org, me, userID, func(m db.Message) int64 { return *m.AnsweredSeq })
 		return err
-	})
+	}))
 	return res, err
 }
 
@@ -131,17 +136,13 @@ func (s *Service) UpdateMyNotes(ctx context.Context, cred Credentials, notesArg 
 		return Profile{}, err
 	}
 	var res Profile
-	err = s.store.InTx(ctx, func(q db.Queries) error {
-		c, err := s.authenticate(ctx, q, cred)
-		if err != nil {
-			return err
-		}
+	err = s.store.InTx(ctx, s.asCaller(ctx, cred, func(q db.Queries, c caller) error {
 		if err := q.UpdateUserNotes(ctx, c.user.OrgID, c.user.ID, notes); err != nil {
 			return err
 		}
 		c.user.Notes = notes
 		res = profileOf(c.user)
 		return nil
-	})
+	}))
 	return res, err
 }

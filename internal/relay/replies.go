@@ -69,18 +69,15 @@ func (s *Service) CheckReplies(ctx context.Context, cred Credentials, sinceArg, 
 		if err != nil {
 			return err
 		}
-		res = Replies{Replies: make([]Reply, 0, len(rows)), Notice: UntrustedNotice}
-		if len(rows) > repliesPage {
-			rows, res.More = rows[:repliesPage], true
-		}
-		for _, r := range rows {
-			res.Replies = append(res.Replies, Reply{
-				MessageID: r.ID, AnsweredBy: Person{UserID: r.ToUserID, Name: r.RecipientName},
-				Question: r.Question, Answer: *r.AnswerText, AskedAt: r.AskedAt, AnsweredAt: *r.AnsweredAt,
-			})
+		res = Replies{Notice: UntrustedNotice}
+		res.Replies, res.More = onePage(rows, repliesPage, func(r db.Reply) Reply {
 			after = *r.AnsweredSeq
 			shown = after
-		}
+			return Reply{
+				MessageID: r.ID, AnsweredBy: Person{UserID: r.ToUserID, Name: r.RecipientName},
+				Question: r.Question, Answer: *r.AnswerText, AskedAt: r.AskedAt, AnsweredAt: *r.AnsweredAt,
+			}
+		})
 		res.Cursor = strconv.FormatInt(after, 10)
 		res.NextStep = "To see only newer replies next time, pass this cursor to check_replies; it never skips a reply."
 		if res.More {

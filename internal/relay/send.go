@@ -138,11 +138,7 @@ func (s *Service) Send(ctx context.Context, cred Credentials, id int64, finalArg
 	} else if m.DraftText == nil || *m.DraftText != final {
 		return SendOutcome{}, errProposeFirst(id)
 	}
-	err = s.store.InTx(ctx, func(q db.Queries) error {
-		c, err := s.authenticate(ctx, q, cred)
-		if err != nil {
-			return err
-		}
+	err = s.store.InTx(ctx, s.asCaller(ctx, cred, func(q db.Queries, c caller) error {
 		// Take the organization's event lock before reading the message again:
 		// concurrent sends of one answer queue here, and each sees the answer
 		// of the one before it.
@@ -169,7 +165,7 @@ func (s *Service) Send(ctx context.Context, cred Credentials, id int64, finalArg
 		}
 		res = &SentResult{MessageID: id, Status: "sent", FinalText: final, AnsweredAt: now, ToUserID: m.FromUserID}
 		return nil
-	})
+	}))
 	if err != nil {
 		return SendOutcome{}, err
 	}
