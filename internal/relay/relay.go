@@ -23,6 +23,12 @@ type Options struct {
 	HashConcurrency int
 	// Now returns the current time (tests may fix it); default time.Now.
 	Now func() time.Time
+	// MaxWaits bounds the wait_for_messages calls open at once in this
+	// process (default DefaultMaxWaits); MaxWaitsPerUser bounds them per
+	// user (default DefaultMaxWaitsPerUser). Over a cap a wait is refused
+	// at once with an error that says so.
+	MaxWaits        int
+	MaxWaitsPerUser int
 	// Draining, once closed, ends long waits early with their normal empty
 	// result, so a shutdown is not held up by them.
 	Draining <-chan struct{}
@@ -38,6 +44,7 @@ type Service struct {
 	now      func() time.Time
 	tokenTTL time.Duration
 	draining <-chan struct{} // nil: never
+	waits    *waitCounter
 	// afterVerify, when set by a test, runs between a password check and the
 	// transaction that acts on it, to stage a concurrent change there.
 	afterVerify func()
@@ -57,6 +64,7 @@ func New(store db.Store, opts Options) *Service {
 		conc = 2
 	}
 	s.hash = newHasher(conc)
+	s.waits = newWaitCounter(opts.MaxWaits, opts.MaxWaitsPerUser)
 	return s
 }
 
