@@ -63,7 +63,7 @@ func New(store db.Store, opts Options) *Service {
 	if conc <= 0 {
 		conc = 2
 	}
-	s.hash = newHasher(conc)
+	s.hash = newHasher(conc, 0)
 	s.waits = newWaitCounter(opts.MaxWaits, opts.MaxWaitsPerUser)
 	return s
 }

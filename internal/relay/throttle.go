@@ -56,20 +56,21 @@ func errThrottled(wait time.Duration) error {
 	return errorf(KindThrottled, "too many failed password attempts: retry in %d s", int64(math.Ceil(wait.Seconds())))
 }
 
-// attempt counts a password attempt against the account and the address
-// before any hashing, in one transaction: concurrent guesses queue on the
-// throttle rows, so no more than the free failures get through before the
-// lock. A locked key refuses the attempt without counting it. The attempt
-// is counted as a failure until succeeded takes it back.
-func (s *Service) attempt(ctx context.Context, account string) error {
+// limit is one throttle key and how many counts it takes before backoff.
+type limit struct {
+	key  string
+	free int64
+}
+
+// count counts one attempt against each limit before any hashing, in one
+// transaction: concurrent attempts queue on the throttle rows, so no more
+// than the free ones get through before the lock. A locked key refuses the
+// attempt, with refuse's error, without counting it.
+func (s *Service) count(ctx context.Context, refuse func(time.Duration) error, limits ...limit) error {
 	now := s.clock()
-	addr := addrKey(ctx)
 	var locked time.Duration
-	err := s.store.InTx(ctx, func(q db.Queries) error {
-		for _, k := range []struct {
-			key  string
-			free int64
-		}{{account, accountFreeFailures}, {addr, addrFreeFailures}} {
+	return s.store.InTx(ctx, func(q db.Queries) error {
+		for _, k := range limits {
 			if k.key == "" {
 				continue
 			}
@@ -88,12 +89,41 @@ func (s *Service) attempt(ctx context.Context, account string) error {
 			}
 		}
 		if locked > 0 {
-			return errThrottled(locked) // rolls the counting back
+			return refuse(locked) // rolls the counting back
 		}
 		_, err := q.PruneThrottles(ctx, now.Add(-throttleKeep))
 		return err
 	})
-	return err
+}
+
+// attempt counts a password attempt against the account and the address.
+// The attempt is counted as a failure until succeeded takes it back.
+func (s *Service) attempt(ctx context.Context, account string) error {
+	return s.count(ctx, errThrottled, limit{account, accountFreeFailures}, limit{addrKey(ctx), addrFreeFailures})
+}
+
+// Registering an organization hashes a new admin password that no account
+// throttle covers, so registrations are counted per client address: the
+// first registerFree in a row are free, each one after waits for a backoff
+// that doubles (2 s, 4 s, ... up to 15 min). Registrations are never
+// forgiven; the count is forgotten a day after the address's last one.
+const registerFree = 10
+
+func registerKey(addr string) string { return "register:" + addr }
+
+// errTooManyRegistrations says when to retry a registration.
+func errTooManyRegistrations(wait time.Duration) error {
+	return errorf(KindThrottled, "too many organizations registered from your address: retry in %d s", int64(math.Ceil(wait.Seconds())))
+}
+
+// registration counts an organization's registration against the caller's
+// address before its admin password is hashed.
+func (s *Service) registration(ctx context.Context) error {
+	addr := addrKey(ctx)
+	if addr == "" {
+		return nil
+	}
+	return s.count(ctx, errTooManyRegistrations, limit{registerKey(addr), registerFree})
 }
 
 // succeeded forgets the account's failures and takes back the attempt
@@ -112,8 +142,14 @@ func (s *Service) succeeded(ctx context.Context, account string) error {
 
 // checkPassword verifies a password under the throttle: the attempt is
 // counted first, nothing is hashed while the account or address is locked,
-// and only a success takes the count back.
+// and only a success takes the count back. The caller's address holds its
+// one place in the password queue throughout (see passwordTurn).
 func (s *Service) checkPassword(ctx context.Context, account, encoded, password string, exists bool) (bool, error) {
+	ctx, release, err := s.passwordTurn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer release()
 	if err := s.attempt(ctx, account); err != nil {
 		return false, err
 	}
