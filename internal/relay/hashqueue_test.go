@@ -48,24 +48,35 @@ func TestHashQueueBounded(t *testing.T) {
 	}
 }
 
+// inQueue is how many checks from key are in progress or waiting.
+func (h *hasher) inQueue(key string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.turns[key]; t != nil {
+		return t.users
+	}
+	return 0
+}
+
 // TestOnePasswordCheckPerAddress: while a password check from an address is
-// in progress, another from the same address is refused at once without
-// hashing or counting; other addresses are not held up; a call's own
-// check-then-hash (register_user, reset) holds one place and is not refused
-// by itself. Both backends.
+// in progress, another from the same address waits, and past the wait is
+// refused as busy without hashing or counting; other addresses are not held
+// up; a call's own check-then-hash (register_user, reset) holds one place
+// and is not refused by itself. Both backends.
 func TestOnePasswordCheckPerAddress(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
 		f := newTeam(t, s, "umar")
 		flood := WithClientAddr(t.Context(), "203.0.113.9")
 		other := WithClientAddr(t.Context(), "198.51.100.4")
+		f.s.hash.wait = 50 * time.Millisecond
 
 		_, release, err := f.s.passwordTurn(flood) // a check from flood in progress
 		if err != nil {
 			t.Fatal(err)
 		}
 		err, n := f.hashed(func() error { _, err := f.s.Login(flood, "acme", "umar", testUserPassword); return err })
-		wantBusy(t, "second login from one address", err, errAddrBusy.Error())
+		wantBusy(t, "second login from one address", err, "ctalk is busy checking other passwords: retry in 1 s")
 		if n != 0 {
 			t.Errorf("the refused login hashed %d times, want 0", n)
 		}
@@ -73,7 +84,21 @@ func TestOnePasswordCheckPerAddress(t *testing.T) {
 			_, err := f.s.Login(other, "acme", "umar", testUserPassword)
 			return err
 		})
+		// A check that waits for the address's turn gets it when the one in
+		// progress ends.
+		f.s.hash.wait = time.Minute
+		waited := make(chan error)
+		go func() {
+			_, err := f.s.Login(flood, "acme", "umar", testUserPassword)
+			waited <- err
+		}()
+		for f.s.hash.inQueue(addrKey(flood)) < 2 { // until the login waits
+			time.Sleep(time.Millisecond)
+		}
 		release()
+		if err := <-waited; err != nil {
+			t.Errorf("login waiting for its address's turn = %v, want success", err)
+		}
 
 		f.wantHashed(true, 1, "login once the first check is over", func() error {
 			_, err := f.s.Login(flood, "acme", "umar", testUserPassword)
@@ -96,6 +121,9 @@ func TestOnePasswordCheckPerAddress(t *testing.T) {
 			_, err := f.s.ChangePassword(flood, Credentials{Token: john.AuthToken}, "another-password-2", "another-password-3")
 			return err
 		})
+		if n := len(f.s.hash.turns); n != 0 {
+			t.Errorf("%d addresses still hold a place in the password queue, want none", n)
+		}
 	})
 }
 

@@ -29,10 +29,13 @@ const (
 
 // The hash queue is bounded in time and shared fairly. A password check
 // waits at most hashWait for one of the slots, then answers "busy" without
-// hashing; and each client address has at most one password check in
-// progress (queued or hashing) at a time, so a flood from one address holds
-// one place in the queue, not all of it. Waiting longer than hashWait would
-// only turn a flood into latency for everyone else.
+// hashing. Each client address has one place in the queue: a check from an
+// address waits (again at most hashWait) while another check from that
+// address is in progress, so a flood from one address holds one slot, not
+// all of them, and its requests come back no faster than one per check
+// (refusing them at once instead let a flood spin the CPU with refusals).
+// Waiting longer than hashWait would only turn a flood into latency for
+// everyone else.
 const (
 	hashWait = 2 * time.Second
 	// waitersPerSlot bounds how many checks may wait per slot: more could
@@ -50,8 +53,14 @@ type hasher struct {
 	// runs counts argon2id computations, so tests can prove a path does none.
 	runs atomic.Int64
 
-	mu     sync.Mutex
-	active map[string]bool // client address keys with a password check in progress
+	mu    sync.Mutex
+	turns map[string]*addrTurn // client address keys with a password check in progress or waiting
+}
+
+// addrTurn is one address's place in the password queue.
+type addrTurn struct {
+	held  chan struct{} // one token: the check in progress
+	users int           // the check in progress and those waiting, to forget the entry
 }
 
 func newHasher(concurrency int, wait time.Duration) *hasher {
@@ -61,7 +70,7 @@ func newHasher(concurrency int, wait time.Duration) *hasher {
 	if wait <= 0 {
 		wait = hashWait
 	}
-	return &hasher{slots: make(chan struct{}, concurrency), wait: wait, active: map[string]bool{}}
+	return &hasher{slots: make(chan struct{}, concurrency), wait: wait, turns: map[string]*addrTurn{}}
 }
 
 // errBusy refuses a password check that found no slot: nothing was hashed
@@ -70,27 +79,49 @@ func errBusy(retry time.Duration) error {
 	return errorf(KindThrottled, "ctalk is busy checking other passwords: retry in %d s", int64(math.Ceil(retry.Seconds())))
 }
 
-// errAddrBusy refuses a second concurrent password check from one address.
-var errAddrBusy = &Error{Kind: KindThrottled, msg: "ctalk is already checking a password from your address: " +
-	"wait for that call to finish, then retry in 1 s"}
-
-// claim takes key's one place in the password queue; release gives it back.
-// An empty key (no client address: stdio, tests) is not limited.
-func (h *hasher) claim(key string) (release func(), err error) {
+// claim takes key's one place in the password queue, waiting at most h.wait
+// for a check in progress from the same key; release gives it back. An
+// empty key (no client address: stdio, tests) is not limited.
+func (h *hasher) claim(ctx context.Context, key string) (release func(), err error) {
 	if key == "" {
 		return func() {}, nil
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.active[key] {
-		return nil, errAddrBusy
+	t := h.turns[key]
+	if t == nil {
+		t = &addrTurn{held: make(chan struct{}, 1)}
+		h.turns[key] = t
 	}
-	h.active[key] = true
-	return func() {
+	t.users++
+	h.mu.Unlock()
+	leave := func() {
 		h.mu.Lock()
-		delete(h.active, key)
+		if t.users--; t.users == 0 {
+			delete(h.turns, key)
+		}
 		h.mu.Unlock()
-	}, nil
+	}
+	release = func() {
+		<-t.held
+		leave()
+	}
+	select {
+	case t.held <- struct{}{}:
+		return release, nil
+	default:
+	}
+	timer := time.NewTimer(h.wait)
+	defer timer.Stop()
+	select {
+	case t.held <- struct{}{}:
+		return release, nil
+	case <-timer.C:
+		leave()
+		return nil, errBusy(h.wait)
+	case <-ctx.Done():
+		leave()
+		return nil, ctx.Err()
+	}
 }
 
 type turnKey struct{}
@@ -102,7 +133,7 @@ func (s *Service) passwordTurn(ctx context.Context) (context.Context, func(), er
 	if ctx.Value(turnKey{}) != nil {
 		return ctx, func() {}, nil
 	}
-	release, err := s.hash.claim(addrKey(ctx))
+	release, err := s.hash.claim(ctx, addrKey(ctx))
 	if err != nil {
 		return ctx, nil, err
 	}

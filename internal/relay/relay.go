@@ -45,6 +45,9 @@ type Service struct {
 	tokenTTL time.Duration
 	draining <-chan struct{} // nil: never
 	waits    *waitCounter
+	locks    lockCache // address and registration locks, see count
+	// refusalHold: see the constant; a field so tests need not wait.
+	refusalHold time.Duration
 	// afterVerify, when set by a test, runs between a password check and the
 	// transaction that acts on it, to stage a concurrent change there.
 	afterVerify func()
@@ -52,7 +55,7 @@ type Service struct {
 
 // New returns the rules over store.
 func New(store db.Store, opts Options) *Service {
-	s := &Service{store: store, now: opts.Now, tokenTTL: opts.TokenTTL, draining: opts.Draining}
+	s := &Service{store: store, now: opts.Now, tokenTTL: opts.TokenTTL, draining: opts.Draining, refusalHold: refusalHold}
 	if s.now == nil {
 		s.now = time.Now
 	}

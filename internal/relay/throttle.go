@@ -2,8 +2,10 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/ctalk/ctalk/db"
@@ -57,9 +59,54 @@ func errThrottled(wait time.Duration) error {
 }
 
 // limit is one throttle key and how many counts it takes before backoff.
+// timeOnly marks a key whose lock nothing but time lifts (addresses and
+// registrations: no success or admin action clears them), so this process
+// may remember the lock and refuse without a transaction.
 type limit struct {
-	key  string
-	free int64
+	key      string
+	free     int64
+	timeOnly bool
+}
+
+// lockCache remembers locks on timeOnly keys until they expire: a flood of
+// attempts from a locked address then costs no database transaction each,
+// which on SQLite would queue every other write behind it. The database
+// stays the authority; another replica learns a lock from it.
+type lockCache struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+// maxCachedLocks bounds the cache; past it, expired entries are swept.
+const maxCachedLocks = 10000
+
+// lockedFor reports how long key is still known to be locked at now.
+func (c *lockCache) lockedFor(key string, now time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.until[key].Sub(now)
+}
+
+// remember records key locked until until.
+func (c *lockCache) remember(key string, until, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.until == nil {
+		c.until = map[string]time.Time{}
+	}
+	if len(c.until) >= maxCachedLocks {
+		for k, u := range c.until {
+			if !u.After(now) {
+				delete(c.until, k)
+			}
+		}
+		if len(c.until) >= maxCachedLocks {
+			return // all live: the database still refuses
+		}
+	}
+	if until.After(c.until[key]) {
+		c.until[key] = until
+	}
 }
 
 // count counts one attempt against each limit before any hashing, in one
@@ -68,8 +115,18 @@ type limit struct {
 // attempt, with refuse's error, without counting it.
 func (s *Service) count(ctx context.Context, refuse func(time.Duration) error, limits ...limit) error {
 	now := s.clock()
-	var locked time.Duration
-	return s.store.InTx(ctx, func(q db.Queries) error {
+	for _, k := range limits {
+		if wait := s.locks.lockedFor(k.key, now); k.timeOnly && wait > 0 {
+			s.holdRefusal(ctx, wait)
+			return refuse(wait)
+		}
+	}
+	var (
+		locked time.Duration
+		set    = map[string]time.Time{} // timeOnly locks seen or set, to remember
+	)
+	err := s.store.InTx(ctx, func(q db.Queries) error {
+		clear(set)
 		for _, k := range limits {
 			if k.key == "" {
 				continue
@@ -80,11 +137,17 @@ func (s *Service) count(ctx context.Context, refuse func(time.Duration) error, l
 			}
 			if wait := row.LockedUntil.Sub(now); wait > 0 {
 				locked = max(locked, wait)
+				if k.timeOnly {
+					s.locks.remember(k.key, row.LockedUntil, now) // committed before this transaction
+				}
 				continue
 			}
 			if d := backoff(row.Failures, k.free); d > 0 {
 				if err := q.LockThrottle(ctx, k.key, now.Add(d)); err != nil {
 					return err
+				}
+				if k.timeOnly {
+					set[k.key] = now.Add(d)
 				}
 			}
 		}
@@ -94,12 +157,45 @@ func (s *Service) count(ctx context.Context, refuse func(time.Duration) error, l
 		_, err := q.PruneThrottles(ctx, now.Add(-throttleKeep))
 		return err
 	})
+	if err == nil {
+		for k, until := range set {
+			s.locks.remember(k, until, now)
+		}
+	}
+	if errors.As(err, new(*Error)) && locked > 0 && addrKey(ctx) != "" {
+		s.holdRefusal(ctx, locked)
+	}
+	return err
+}
+
+// refusalHold is how long a throttled refusal keeps the caller's address's
+// place in the password queue (at most until the lock ends). A
+// refusal costs microseconds, so without the hold a flood from one address
+// answered at once calls again at once: hundreds of busy requests that the
+// Go scheduler serves as fairly as one legitimate login. Held, the flood's
+// other calls sleep in the queue (not runnable) and come back busy after
+// hashWait, about width/2 requests a second whatever the flood's width.
+const refusalHold = 500 * time.Millisecond
+
+// holdRefusal sleeps for the hold, or less if the lock ends sooner or the
+// call is cancelled. Tests that count refusals set s.refusalHold to 0.
+func (s *Service) holdRefusal(ctx context.Context, wait time.Duration) {
+	d := min(wait, s.refusalHold)
+	if d <= 0 {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
 }
 
 // attempt counts a password attempt against the account and the address.
 // The attempt is counted as a failure until succeeded takes it back.
 func (s *Service) attempt(ctx context.Context, account string) error {
-	return s.count(ctx, errThrottled, limit{account, accountFreeFailures}, limit{addrKey(ctx), addrFreeFailures})
+	return s.count(ctx, errThrottled, limit{account, accountFreeFailures, false}, limit{addrKey(ctx), addrFreeFailures, true})
 }
 
 // Registering an organization hashes a new admin password that no account
@@ -123,7 +219,7 @@ func (s *Service) registration(ctx context.Context) error {
 	if addr == "" {
 		return nil
 	}
-	return s.count(ctx, errTooManyRegistrations, limit{registerKey(addr), registerFree})
+	return s.count(ctx, errTooManyRegistrations, limit{registerKey(addr), registerFree, true})
 }
 
 // succeeded forgets the account's failures and takes back the attempt
