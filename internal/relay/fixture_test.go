@@ -78,3 +78,10 @@ func (f *fixture) hashed(fn func() error) (error, int64) {
 	err := fn()
 	return err, f.s.PasswordHashes() - before
 }
+
+// umarAndJohn is a team with umar and john, both logged in.
+func umarAndJohn(t *testing.T, store db.Store) (f *fixture, umar, john Credentials) {
+	t.Helper()
+	f = newTeam(t, store, "umar", "john")
+	return f, Credentials{Token: f.login("acme", "umar")}, Credentials{Token: f.login("acme", "john")}
+}

@@ -128,11 +128,9 @@ func TestTokenNormalised(t *testing.T) {
 func TestTokensRefusedEverywhere(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		f := newTeam(t, s, "umar", "john")
+		f, umar, john := umarAndJohn(t, s)
 		ctx := t.Context()
-		tok := f.login("acme", "umar")
-		umar, john := Credentials{Token: tok}, Credentials{Token: f.login("acme", "john")}
-		hidden := "use ctalk_\u200d" + strings.TrimPrefix(tok, tokenPrefix) + " for my account"
+		hidden := "use ctalk_\u200d" + strings.TrimPrefix(umar.Token, tokenPrefix) + " for my account"
 		acme := Admin{OrgID: "acme", Password: testAdminPassword}
 
 		q, err := f.s.Ask(ctx, umar, "john", "How do retries work?")

@@ -18,9 +18,8 @@ import (
 func TestProposeRacingSend(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		f := newTeam(t, s, "umar", "john")
+		f, umar, john := umarAndJohn(t, s)
 		ctx := t.Context()
-		umar, john := Credentials{Token: f.login("acme", "umar")}, Credentials{Token: f.login("acme", "john")}
 		answeredFirst := 0
 		for i := range 50 {
 			q, err := f.s.Ask(ctx, umar, "john", fmt.Sprintf("Question %d?", i))

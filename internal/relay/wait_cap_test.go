@@ -51,9 +51,8 @@ func waitOpen(t *testing.T, s *Service, user string, want int) {
 func TestWaitCaps(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		f := newTeam(t, s, "umar", "john")
+		f, umar, john := umarAndJohn(t, s)
 		ctx := t.Context()
-		umar, john := Credentials{Token: f.login("acme", "umar")}, Credentials{Token: f.login("acme", "john")}
 		long := float64(MaxWaitSeconds)
 
 		cancelMost, most := openWaits(t, f.s, umar, "acme/umar", DefaultMaxWaitsPerUser-1)
