@@ -175,7 +175,9 @@ func (s *Service) count(ctx context.Context, refuse func(time.Duration) error, l
 // Go scheduler serves as fairly as one legitimate login. Held, the flood's
 // other calls sleep in the queue (not runnable) and come back busy after
 // hashWait, about width/2 requests a second whatever the flood's width.
-const refusalHold = 500 * time.Millisecond
+// Short, so that one client retrying in sequence still meets the lock it
+// caused: a few refusals in a row must not outlast a 2 s lock.
+const refusalHold = 200 * time.Millisecond
 
 // holdRefusal sleeps for the hold, or less if the lock ends sooner or the
 // call is cancelled. Tests that count refusals set s.refusalHold to 0.
