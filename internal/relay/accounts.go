@@ -36,6 +36,15 @@ func (s *Service) RegisterOrganization(ctx context.Context, a NewOrganization) (
 	if err := password("admin_password", a.AdminPassword, MinAdminPassLen); err != nil {
 		return OrganizationResult{}, err
 	}
+	// Counted before hashing: no account throttle covers a new organization.
+	ctx, release, err := s.passwordTurn(ctx)
+	if err != nil {
+		return OrganizationResult{}, err
+	}
+	defer release()
+	if err := s.registration(ctx); err != nil {
+		return OrganizationResult{}, err
+	}
 	hash, err := s.hash.Hash(ctx, a.AdminPassword)
 	if err != nil {
 		return OrganizationResult{}, err
@@ -102,6 +111,11 @@ func (s *Service) RegisterUser(ctx context.Context, admin Admin, a NewUser) (Pro
 	if err := password("password", a.Password, MinUserPassLen); err != nil {
 		return Profile{}, err
 	}
+	ctx, release, err := s.passwordTurn(ctx) // held for the check and the new hash
+	if err != nil {
+		return Profile{}, err
+	}
+	defer release()
 	org, err := s.adminCheck(ctx, admin)
 	if err != nil {
 		return Profile{}, err
@@ -269,6 +283,11 @@ func (s *Service) ChangePassword(ctx context.Context, cred Credentials, oldPassw
 		return PasswordResult{}, err
 	}
 	errWrongOld := errorf(KindUnauthorized, "old_password is wrong: nothing was changed")
+	ctx, release, err := s.passwordTurn(ctx) // held for the check and the new hash
+	if err != nil {
+		return PasswordResult{}, err
+	}
+	defer release()
 	ok, err := s.checkPassword(ctx, userKey(c.user.OrgID, c.user.ID), c.user.PasswordHash, oldPassword, true)
 	if err != nil {
 		return PasswordResult{}, err

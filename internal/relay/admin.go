@@ -63,6 +63,11 @@ func (s *Service) adminUpdate(ctx context.Context, a Admin, userIDArg string, pr
 	if err != nil {
 		return db.User{}, err
 	}
+	ctx, release, err := s.passwordTurn(ctx) // held for the check and prepare's hash
+	if err != nil {
+		return db.User{}, err
+	}
+	defer release()
 	org, err := s.adminCheck(ctx, a)
 	if err != nil {
 		return db.User{}, err

@@ -26,6 +26,10 @@ func newFixture(t *testing.T, store db.Store) *fixture {
 	f := &fixture{t: t}
 	f.now.Store(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC).UnixNano())
 	f.s = New(store, Options{HashConcurrency: 2, Now: func() time.Time { return time.Unix(0, f.now.Load()) }})
+	f.s.refusalHold = 0 // the fixture's clock does not move while a refusal is held
+	// A loaded test machine may take longer than hashWait to free a slot:
+	// "busy" is tested where it is meant (hashqueue_test.go), not by chance.
+	f.s.hash.wait = time.Minute
 	return f
 }
 
@@ -76,4 +80,11 @@ func (f *fixture) hashed(fn func() error) (error, int64) {
 	before := f.s.PasswordHashes()
 	err := fn()
 	return err, f.s.PasswordHashes() - before
+}
+
+// umarAndJohn is a team with umar and john, both logged in.
+func umarAndJohn(t *testing.T, store db.Store) (f *fixture, umar, john Credentials) {
+	t.Helper()
+	f = newTeam(t, store, "umar", "john")
+	return f, Credentials{Token: f.login("acme", "umar")}, Credentials{Token: f.login("acme", "john")}
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // FuzzText checks the rules every stored text goes through: whatever comes
-// in, what is stored is valid UTF-8 with no control or hidden characters
-// besides tab and newline, within the limit, and never token-shaped.
+// in, what is stored is valid UTF-8 with no control or invisible characters
+// besides tab, newline and a joiner between emoji, within the limit, and never token-shaped.
 func FuzzText(f *testing.F) {
 	for _, s := range []string{"", "hello", "a\x00b", "x\u202Ey", "line\r\nline", "ctalk_" + strings.Repeat("A", 43),
 		"\xff\xfe", "  padded  ", "emoji 👩‍👩‍👧", "\u200b", "tab\there"} {
@@ -25,10 +25,13 @@ func FuzzText(f *testing.F) {
 		if !utf8.ValidString(out) {
 			t.Fatalf("text(%q) = %q, not valid UTF-8", in, out)
 		}
-		for _, r := range out {
-			if (r < 0x20 && r != '\t' && r != '\n') || r == 0x7f || hidden(r) {
+		var prev rune
+		for i, r := range out {
+			joiner := r == zeroWidthJoiner && emojiJoin(prev, out[i+len(string(r)):]) // the one invisible kept
+			if (r < 0x20 && r != '\t' && r != '\n') || r == 0x7f || (invisible(r) && !joiner) {
 				t.Fatalf("text(%q) = %q, keeps U+%04X", in, out, r)
 			}
+			prev = r
 		}
 		if utf8.RuneCountInString(out) > 100 || looksLikeToken(out) {
 			t.Fatalf("text(%q) = %q, over the limit or token-shaped", in, out)

@@ -181,11 +181,17 @@ func (s *Service) Propose(ctx context.Context, cred Credentials, id int64, draft
 		if err != nil {
 			return err
 		}
+		errAnswered := errorf(KindConflict, "question %d was already answered; its answer cannot change", id)
 		if m.Answered() {
-			return errorf(KindConflict, "question %d was already answered; its answer cannot change", id)
+			return errAnswered
 		}
 		now := s.clock()
-		if err := q.SaveDraft(ctx, c.user.OrgID, id, draft, now); err != nil {
+		// The message was just read, so no row saved means a send_response
+		// answered it in between (on PostgreSQL the update waits for that
+		// send's row lock, then finds the question answered).
+		if err := q.SaveDraft(ctx, c.user.OrgID, id, draft, now); errors.Is(err, db.ErrNotFound) {
+			return errAnswered
+		} else if err != nil {
 			return err
 		}
 		res = DraftResult{

@@ -7,9 +7,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -25,19 +27,117 @@ const (
 	argonSaltLen   = 16
 )
 
+// The hash queue is bounded in time and shared fairly. A password check
+// waits at most hashWait for one of the slots, then answers "busy" without
+// hashing. Each client address has one place in the queue: a check from an
+// address waits (again at most hashWait) while another check from that
+// address is in progress, so a flood from one address holds one slot, not
+// all of them, and its requests come back no faster than one per check
+// (refusing them at once instead let a flood spin the CPU with refusals).
+// Waiting longer than hashWait would only turn a flood into latency for
+// everyone else.
+const (
+	hashWait = 2 * time.Second
+	// waitersPerSlot bounds how many checks may wait per slot: more could
+	// not be served within hashWait (a hash takes ~45 ms), so they are
+	// refused at once instead of holding a goroutine and memory for 2 s.
+	waitersPerSlot = 16
+)
+
 // hasher hashes and verifies passwords with argon2id, bounding how many
 // hashes run at once so a burst of logins cannot exhaust memory or CPU.
 type hasher struct {
-	slots chan struct{}
+	slots   chan struct{}
+	wait    time.Duration
+	waiting atomic.Int64
 	// runs counts argon2id computations, so tests can prove a path does none.
 	runs atomic.Int64
+
+	mu    sync.Mutex
+	turns map[string]*addrTurn // client address keys with a password check in progress or waiting
 }
 
-func newHasher(concurrency int) *hasher {
+// addrTurn is one address's place in the password queue.
+type addrTurn struct {
+	held  chan struct{} // one token: the check in progress
+	users int           // the check in progress and those waiting, to forget the entry
+}
+
+func newHasher(concurrency int, wait time.Duration) *hasher {
 	if concurrency < 1 {
 		concurrency = 1
 	}
-	return &hasher{slots: make(chan struct{}, concurrency)}
+	if wait <= 0 {
+		wait = hashWait
+	}
+	return &hasher{slots: make(chan struct{}, concurrency), wait: wait, turns: map[string]*addrTurn{}}
+}
+
+// errBusy refuses a password check that found no slot: nothing was hashed
+// or counted, so retrying costs the caller nothing.
+func errBusy(retry time.Duration) error {
+	return errorf(KindThrottled, "ctalk is busy checking other passwords: retry in %d s", int64(math.Ceil(retry.Seconds())))
+}
+
+// claim takes key's one place in the password queue, waiting at most h.wait
+// for a check in progress from the same key; release gives it back. An
+// empty key (no client address: stdio, tests) is not limited.
+func (h *hasher) claim(ctx context.Context, key string) (release func(), err error) {
+	if key == "" {
+		return func() {}, nil
+	}
+	h.mu.Lock()
+	t := h.turns[key]
+	if t == nil {
+		t = &addrTurn{held: make(chan struct{}, 1)}
+		h.turns[key] = t
+	}
+	t.users++
+	h.mu.Unlock()
+	leave := func() {
+		h.mu.Lock()
+		if t.users--; t.users == 0 {
+			delete(h.turns, key)
+		}
+		h.mu.Unlock()
+	}
+	release = func() {
+		<-t.held
+		leave()
+	}
+	select {
+	case t.held <- struct{}{}:
+		return release, nil
+	default:
+	}
+	timer := time.NewTimer(h.wait)
+	defer timer.Stop()
+	select {
+	case t.held <- struct{}{}:
+		return release, nil
+	case <-timer.C:
+		leave()
+		return nil, errBusy(h.wait)
+	case <-ctx.Done():
+		leave()
+		return nil, ctx.Err()
+	}
+}
+
+type turnKey struct{}
+
+// passwordTurn takes the caller's address's place in the password queue for
+// the rest of a call's password work (a check, then maybe a new hash). A
+// call that already holds it (ctx says so) keeps it.
+func (s *Service) passwordTurn(ctx context.Context) (context.Context, func(), error) {
+	if ctx.Value(turnKey{}) != nil {
+		return ctx, func() {}, nil
+	}
+	release, err := s.hash.claim(ctx, addrKey(ctx))
+	if err != nil {
+		return ctx, nil, err
+	}
+	return context.WithValue(ctx, turnKey{}, true), release, nil
 }
 
 // dummyHash is verified against when there is no real hash. It is made on
@@ -52,6 +152,21 @@ func (h *hasher) acquire(ctx context.Context) error {
 	case h.slots <- struct{}{}:
 		h.runs.Add(1)
 		return nil
+	default:
+	}
+	if h.waiting.Add(1) > int64(waitersPerSlot*cap(h.slots)) {
+		h.waiting.Add(-1)
+		return errBusy(h.wait)
+	}
+	defer h.waiting.Add(-1)
+	timer := time.NewTimer(h.wait)
+	defer timer.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		h.runs.Add(1)
+		return nil
+	case <-timer.C:
+		return errBusy(h.wait)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -29,7 +29,7 @@ func mustHash(t *testing.T, h *hasher, password string) string {
 
 func TestHashVerify(t *testing.T) {
 	t.Parallel()
-	h := newHasher(2)
+	h := newHasher(2, 0)
 	ctx := t.Context()
 	const pw = "correct horse battery staple"
 	encoded := mustHash(t, h, pw)
@@ -77,7 +77,7 @@ func TestVerifyOlderParameters(t *testing.T) {
 	key := argon2.IDKey([]byte("old password"), salt, 1, 8*1024, 1, 32)
 	b64 := base64.RawStdEncoding
 	old := fmt.Sprintf("$argon2id$v=19$m=8192,t=1,p=1$%s$%s", b64.EncodeToString(salt), b64.EncodeToString(key))
-	h := newHasher(1)
+	h := newHasher(1, 0)
 	if ok, err := h.Verify(t.Context(), old, "old password"); !ok || err != nil {
 		t.Errorf("Verify(m=8192,t=1 hash, right password) = %v, %v; want true, nil", ok, err)
 	}
@@ -88,7 +88,7 @@ func TestVerifyOlderParameters(t *testing.T) {
 
 func TestVerifyEmptyHash(t *testing.T) {
 	t.Parallel()
-	h := newHasher(1)
+	h := newHasher(1, 0)
 	// An unknown user has no hash; the dummy it is checked against must not
 	// match anything, including its own plaintext.
 	for _, pw := range []string{"", "anything-at-all", "not a real password", "\x00not a real password"} {
@@ -101,7 +101,7 @@ func TestVerifyEmptyHash(t *testing.T) {
 
 func TestVerifyMalformedHash(t *testing.T) {
 	t.Parallel()
-	h := newHasher(1)
+	h := newHasher(1, 0)
 	good := dummyHash()
 	for _, encoded := range []string{
 		"plaintext",
@@ -122,20 +122,20 @@ func TestVerifyMalformedHash(t *testing.T) {
 func TestNewHasherClampsConcurrency(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{-1, 0, 1} {
-		if got := cap(newHasher(n).slots); got != 1 {
+		if got := cap(newHasher(n, 0).slots); got != 1 {
 			t.Errorf("newHasher(%d) allows %d concurrent hashes, want 1", n, got)
 		}
 	}
 }
 
-// TestHasherBoundsConcurrency holds the only slot of newHasher(1), as a hash in
+// TestHasherBoundsConcurrency holds the only slot of newHasher(1, 0), as a hash in
 // progress would, and counts how many other hashes complete meanwhile: none
 // may. synctest.Wait returns once every goroutine is blocked, so "none
 // finished" is a fact about the program, not about how long the test waited.
 func TestHasherBoundsConcurrency(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		h := newHasher(1)
+		h := newHasher(1, 0)
 		ctx := context.Background()
 		if err := h.acquire(ctx); err != nil {
 			t.Fatal(err)
@@ -175,7 +175,7 @@ func TestHasherBoundsConcurrency(t *testing.T) {
 // slot gets its context's error and leaves no slot behind.
 func TestHasherCancelWhileWaiting(t *testing.T) {
 	t.Parallel()
-	h := newHasher(1)
+	h := newHasher(1, 0)
 	if err := h.acquire(t.Context()); err != nil {
 		t.Fatal(err)
 	}

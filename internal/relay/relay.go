@@ -23,6 +23,12 @@ type Options struct {
 	HashConcurrency int
 	// Now returns the current time (tests may fix it); default time.Now.
 	Now func() time.Time
+	// MaxWaits bounds the wait_for_messages calls open at once in this
+	// process (default DefaultMaxWaits); MaxWaitsPerUser bounds them per
+	// user (default DefaultMaxWaitsPerUser). Over a cap a wait is refused
+	// at once with an error that says so.
+	MaxWaits        int
+	MaxWaitsPerUser int
 	// Draining, once closed, ends long waits early with their normal empty
 	// result, so a shutdown is not held up by them.
 	Draining <-chan struct{}
@@ -38,6 +44,10 @@ type Service struct {
 	now      func() time.Time
 	tokenTTL time.Duration
 	draining <-chan struct{} // nil: never
+	waits    *waitCounter
+	locks    lockCache // address and registration locks, see count
+	// refusalHold: see the constant; a field so tests need not wait.
+	refusalHold time.Duration
 	// afterVerify, when set by a test, runs between a password check and the
 	// transaction that acts on it, to stage a concurrent change there.
 	afterVerify func()
@@ -45,7 +55,7 @@ type Service struct {
 
 // New returns the rules over store.
 func New(store db.Store, opts Options) *Service {
-	s := &Service{store: store, now: opts.Now, tokenTTL: opts.TokenTTL, draining: opts.Draining}
+	s := &Service{store: store, now: opts.Now, tokenTTL: opts.TokenTTL, draining: opts.Draining, refusalHold: refusalHold}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -56,7 +66,8 @@ func New(store db.Store, opts Options) *Service {
 	if conc <= 0 {
 		conc = 2
 	}
-	s.hash = newHasher(conc)
+	s.hash = newHasher(conc, 0)
+	s.waits = newWaitCounter(opts.MaxWaits, opts.MaxWaitsPerUser)
 	return s
 }
 

@@ -5,15 +5,18 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"regexp"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // tokenPrefix marks ctalk tokens so people, secret scanners and ctalk itself
 // (which refuses to relay anything shaped like one) can recognise them.
 const tokenPrefix = "ctalk_"
 
-// tokenPattern matches a ctalk token anywhere in a text: the prefix and 43
-// base64url characters (256 random bits).
-var tokenPattern = regexp.MustCompile(`ctalk_[A-Za-z0-9_-]{43}`)
+// tokenPattern matches a ctalk token anywhere in a text: the prefix (in any
+// case: a reader fixes that at a glance) and 43 base64url characters (256
+// random bits).
+var tokenPattern = regexp.MustCompile(`(?i:ctalk)_[A-Za-z0-9_-]{43}`)
 
 // newToken returns a fresh 256-bit random token and the hash stored for it.
 func newToken() (token string, hash []byte) {
@@ -31,5 +34,14 @@ func hashToken(token string) []byte {
 	return sum[:]
 }
 
-// looksLikeToken reports whether text contains something shaped like a ctalk token.
-func looksLikeToken(text string) bool { return tokenPattern.MatchString(text) }
+// looksLikeToken reports whether text contains something shaped like a ctalk
+// token, as is or once NFKC-folded: fullwidth or other compatibility forms
+// of the token's characters fold back to a token anyone can paste. Text
+// reaches this check with invisible characters already stripped, so a
+// joiner inside a token hides nothing.
+func looksLikeToken(text string) bool {
+	if tokenPattern.MatchString(text) {
+		return true
+	}
+	return !isASCII(text) && tokenPattern.MatchString(norm.NFKC.String(text))
+}

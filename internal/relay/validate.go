@@ -35,9 +35,15 @@ const (
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 // slug normalises an id (org_id, user_id) to lower case and checks its shape.
+// The shape is checked as ASCII before lowering: strings.ToLower maps the
+// Kelvin sign (U+212A) to "k", which would let "\u212Acme" name "kcme".
 func slug(field, value string) (string, error) {
-	v := strings.ToLower(strings.TrimSpace(value))
+	v := strings.TrimSpace(value)
+	ascii := isASCII(v)
+	v = strings.ToLower(v)
 	switch {
+	case !ascii && v != "":
+		return "", badInput("%s %q is not valid: use letters, digits, '-' and '_', starting with a letter or digit", field, value)
 	case v == "":
 		return "", badInput("%s is required", field)
 	case utf8.RuneCountInString(v) > MaxIDLen:
@@ -50,15 +56,17 @@ func slug(field, value string) (string, error) {
 
 // text checks and cleans free text a person wrote (names, notes, questions,
 // answers). It rejects invalid UTF-8 and control characters other than tab
-// and newline, strips characters that hide or reorder what a reader sees
-// (bidirectional overrides, zero-width spaces), refuses anything shaped like
-// a ctalk token, and enforces the field's length limit.
+// and newline, strips every invisible character (format characters and
+// default-ignorable code points, see invisible.go), refuses anything shaped
+// like a ctalk token once stripped (and NFKC-folded, see looksLikeToken),
+// and enforces the field's length limit.
 func text(field, value string, required bool, max int) (string, error) {
 	if !utf8.ValidString(value) {
 		return "", badInput("%s is not valid UTF-8 text", field)
 	}
 	var b strings.Builder
 	b.Grow(len(value))
+	var prev rune // the last character kept
 	for i, r := range value {
 		switch {
 		case r == '\t' || r == '\n':
@@ -69,11 +77,14 @@ func text(field, value string, required bool, max int) (string, error) {
 			}
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
 			return "", badInput("%s contains a control character (U+%04X) at byte %d: remove it", field, r, i)
-		case hidden(r):
-			// dropped: see the function comment
+		case r == zeroWidthJoiner && emojiJoin(prev, value[i+len(string(zeroWidthJoiner)):]):
+			b.WriteRune(r)
+		case invisible(r):
+			continue // dropped, see invisible.go; prev stays
 		default:
 			b.WriteRune(r)
 		}
+		prev = r
 	}
 	v := strings.TrimSpace(b.String())
 	n := utf8.RuneCountInString(v)
@@ -88,19 +99,6 @@ func text(field, value string, required bool, max int) (string, error) {
 	return v, nil
 }
 
-// hidden reports characters that change how text displays without being seen.
-func hidden(r rune) bool {
-	switch {
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069: // bidi embeddings, overrides, isolates
-		return true
-	case r == 0x200b, r == 0x200e, r == 0x200f, r == 0x061c, r == 0x2060, r == 0xfeff:
-		return true
-	case r >= 0xe0000 && r <= 0xe007f: // tag characters: invisible, yet a model reads them
-		return true
-	}
-	return false
-}
-
 // password checks a new password's length; the password itself never appears in an error.
 func password(field, value string, min int) error {
 	n := utf8.RuneCountInString(value)
@@ -111,4 +109,14 @@ func password(field, value string, min int) error {
 		return badInput("%s is too long: at most %d characters", field, MaxPasswordLen)
 	}
 	return nil
+}
+
+// isASCII reports whether s is all ASCII.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ctalk/ctalk/db"
@@ -36,6 +37,67 @@ const (
 // fallback poll) would otherwise take every pooled connection, and on SQLite
 // open one connection each, while interactive tools queue behind them.
 var lookSlots = make(chan struct{}, 4)
+
+// Caps on open waits. Each open wait holds a request, a subscription and
+// its connection's buffers (~80 KiB all told): one token holding thousands
+// would exhaust memory and file descriptors. A user needs a few (one per
+// open conversation); the process cap keeps the total within the memory
+// budget the README gives.
+const (
+	// DefaultMaxWaits bounds the waits open at once in one process.
+	DefaultMaxWaits = 2000
+	// DefaultMaxWaitsPerUser bounds the waits one user has open at once.
+	DefaultMaxWaitsPerUser = 8
+)
+
+// waitCounter counts open waits, per user and in all.
+type waitCounter struct {
+	mu           sync.Mutex
+	total        int
+	perUser      map[string]int
+	max, maxUser int
+}
+
+func newWaitCounter(maxTotal, maxUser int) *waitCounter {
+	if maxTotal <= 0 {
+		maxTotal = DefaultMaxWaits
+	}
+	if maxUser <= 0 {
+		maxUser = DefaultMaxWaitsPerUser
+	}
+	return &waitCounter{perUser: map[string]int{}, max: maxTotal, maxUser: maxUser}
+}
+
+// enter counts one more open wait for user, or refuses it when a cap is
+// reached; leave uncounts it.
+func (w *waitCounter) enter(user string) (leave func(), err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch n := w.perUser[user]; {
+	case n >= w.maxUser:
+		return nil, errorf(KindThrottled, "too many open waits for you: %d already wait; "+
+			"close one or retry in a few seconds", n)
+	case w.total >= w.max:
+		return nil, errorf(KindThrottled, "ctalk has too many open waits (%d): retry in a few seconds", w.total)
+	}
+	w.perUser[user]++
+	w.total++
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.total--
+		if w.perUser[user]--; w.perUser[user] == 0 {
+			delete(w.perUser, user)
+		}
+	}, nil
+}
+
+// open reports how many waits user has open, and how many are open in all.
+func (w *waitCounter) open(user string) (mine, total int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.perUser[user], w.total
+}
 
 // WaitEvent is a question asked of the caller or an answer to their question.
 type WaitEvent struct {
@@ -93,6 +155,11 @@ func (s *Service) Wait(ctx context.Context, cred Credentials, cursor string, tim
 	if err != nil || len(res.Events) > 0 || timeout <= 0 {
 		return res, err
 	}
+	leave, err := s.waits.enter(c.user.OrgID + "/" + c.user.ID)
+	if err != nil {
+		return WaitResult{}, err
+	}
+	defer leave()
 	wake, unsubscribe := s.store.Subscribe(ctx, c.user.OrgID, c.user.ID)
 	defer unsubscribe()
 	timer := time.NewTimer(timeout)
