@@ -39,6 +39,9 @@ type Options struct {
 	// Draining, once closed, ends long waits (wait_for_messages) early with
 	// their normal empty result, so a shutdown is not held up by them.
 	Draining <-chan struct{}
+	// MaxWaits and MaxWaitsPerUser cap open wait_for_messages calls in this
+	// process and per user (0: relay's defaults).
+	MaxWaits, MaxWaitsPerUser int
 }
 
 // DefaultTokenTTL is how long a login token lasts unless configured.
@@ -74,6 +77,7 @@ func newTools(store db.Store, opts Options) *tools {
 	}
 	t.relay = relay.New(store, relay.Options{
 		TokenTTL: opts.TokenTTL, HashConcurrency: opts.HashConcurrency, Now: opts.Now, Draining: opts.Draining,
+		MaxWaits: opts.MaxWaits, MaxWaitsPerUser: opts.MaxWaitsPerUser,
 	})
 	return t
 }

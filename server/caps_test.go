@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -132,11 +134,39 @@ func TestWaitsCountAgainstConcurrencyCap(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		wait, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": map[string]any{
 			"name": "wait_for_messages", "arguments": map[string]any{"auth_token": token, "timeout_seconds": 50}}})
-		waits := []<-chan int{postAsync(ctx, srv.URL+"/mcp", string(wait), false), postAsync(ctx, srv.URL+"/mcp", string(wait), false)}
-		untilStatus(t, srv.URL, http.StatusServiceUnavailable, "with two waits open and a cap of 2")
+		ended := make(chan string, 2) // how a wait ended: its status and body
+		for range 2 {
+			go func() {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/mcp", bytes.NewReader(wait))
+				req.Header = mcpHeader()
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					ended <- err.Error()
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				ended <- fmt.Sprintf("HTTP %d %s", resp.StatusCode, body)
+			}()
+		}
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			resp, body := do(t, http.MethodPost, srv.URL+"/mcp", toolsListBody, mcpHeader())
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				checkBusy(t, "tools/list with two waits open and a cap of 2", resp, body)
+				break
+			}
+			select {
+			case how := <-ended: // its slot is free: the cap cannot be full
+				t.Fatalf("a wait_for_messages of 50 s ended before it was cancelled: %s", how)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("tools/list with two waits open and a cap of 2 = %d %s, want 503 within 20 s", resp.StatusCode, body)
+			}
+		}
 		cancel()
-		for _, c := range waits {
-			<-c
+		for range 2 {
+			<-ended
 		}
 		untilStatus(t, srv.URL, http.StatusOK, "after the waits ended")
 	})

@@ -132,7 +132,7 @@ func TestLoginDuringPasswordFloods(t *testing.T) {
 }
 
 func floodLogins(t *testing.T, s db.Store, width, logins, rounds int, span time.Duration, measure bool) {
-	e := &env{logs: &lockedBuffer{}}
+	e := &env{logs: &testkit.SyncBuffer{}}
 	e.logger = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// Two hash slots: the production default.
 	e.url = serve(t, s, mcp.Options{Version: "e2e", Logger: e.logger, HashConcurrency: 2}, e.logger)

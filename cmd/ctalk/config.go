@@ -34,6 +34,8 @@ type config struct {
 	MaxConcurrentRequests int
 	MaxBodyBytesInFlight  int64
 	MaxSessions           int
+	// Caps on open wait_for_messages calls (0: the relay's default).
+	MaxWaits, MaxWaitsPerUser int
 }
 
 // envHelp documents each environment variable with its default; `ctalk
@@ -61,6 +63,9 @@ const envHelp = `Environment:
   CTALK_MAX_BODY_BYTES_IN_FLIGHT
                           request body bytes held at once, in bytes (default 8388608 = 8 MiB)
   CTALK_MAX_SESSIONS      client sessions one replica remembers (default 500)
+  CTALK_MAX_WAITS         open wait_for_messages calls per process (default 2000)
+  CTALK_MAX_WAITS_PER_USER
+                          open wait_for_messages calls per user (default 8)
 `
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -155,7 +160,13 @@ func (c *config) loadFront(getenv func(string) string) error {
 		return err
 	}
 	c.MaxBodyBytesInFlight = int64(n)
-	c.MaxSessions, err = positive(getenv, "CTALK_MAX_SESSIONS")
+	if c.MaxSessions, err = positive(getenv, "CTALK_MAX_SESSIONS"); err != nil {
+		return err
+	}
+	if c.MaxWaits, err = positive(getenv, "CTALK_MAX_WAITS"); err != nil {
+		return err
+	}
+	c.MaxWaitsPerUser, err = positive(getenv, "CTALK_MAX_WAITS_PER_USER")
 	return err
 }
 

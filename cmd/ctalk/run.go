@@ -24,7 +24,8 @@ func openStore(ctx context.Context, cfg config, logger *slog.Logger) (db.Store, 
 }
 
 func newMCP(store db.Store, cfg config, logger *slog.Logger, draining <-chan struct{}) *mcpserver.MCPServer {
-	return mcp.NewServer(store, mcp.Options{Version: version, TokenTTL: cfg.TokenTTL, Logger: logger, Draining: draining})
+	return mcp.NewServer(store, mcp.Options{Version: version, TokenTTL: cfg.TokenTTL, Logger: logger, Draining: draining,
+		MaxWaits: cfg.MaxWaits, MaxWaitsPerUser: cfg.MaxWaitsPerUser})
 }
 
 func serve(ctx context.Context, cfg config, logger *slog.Logger) error {

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,6 +106,7 @@ func TestBadConfig(t *testing.T) {
 		{"CTALK_PUBLIC_URL relative", env{"CTALK_PUBLIC_URL": "ctalk.example.com"}, "CTALK_PUBLIC_URL"},
 		{"CTALK_TRUSTED_PROXIES not a CIDR", env{"CTALK_TRUSTED_PROXIES": "10.0.0.0/8, everyone"}, "CTALK_TRUSTED_PROXIES"},
 		{"CTALK_MAX_SESSIONS zero", env{"CTALK_MAX_SESSIONS": "0"}, "CTALK_MAX_SESSIONS"},
+		{"CTALK_MAX_WAITS not a number", env{"CTALK_MAX_WAITS": "lots"}, "CTALK_MAX_WAITS"},
 		{"CTALK_MAX_CONCURRENT_REQUESTS not a number", env{"CTALK_MAX_CONCURRENT_REQUESTS": "many"}, "CTALK_MAX_CONCURRENT_REQUESTS"},
 		{"CTALK_MAX_BODY_BYTES_IN_FLIGHT negative", env{"CTALK_MAX_BODY_BYTES_IN_FLIGHT": "-1"}, "CTALK_MAX_BODY_BYTES_IN_FLIGHT"},
 	} {
@@ -193,27 +193,6 @@ func TestPortInUse(t *testing.T) {
 	code, _, stderr := runCtalk(t, t.Context(), e, "serve")
 	if want := "port " + strconv.Itoa(port) + " is in use"; code == 0 || !strings.Contains(stderr, want) {
 		t.Errorf("ctalk serve on a taken port = exit %d, stderr %q; want a failure saying %q", code, stderr, want)
-	}
-}
-
-func TestResolveVersion(t *testing.T) {
-	t.Parallel()
-	vcs := []debug.BuildSetting{{Key: "vcs.revision", Value: "abc1234def5678"}, {Key: "vcs.time", Value: "2026-11-30T10:00:00Z"}}
-	for _, tc := range []struct {
-		ldflags string
-		bi      *debug.BuildInfo
-		want    string
-	}{
-		{"", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: vcs}, "ctalk v1.2.3 (rev abc1234, 2026-11-30T10:00:00Z)"},
-		{"", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"},
-			Settings: append(vcs, debug.BuildSetting{Key: "vcs.modified", Value: "true"})}, "ctalk (devel) (rev abc1234, 2026-11-30T10:00:00Z, modified)"},
-		{"v9.9.9", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "ctalk v9.9.9"},
-		{"", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "ctalk v1.2.3"},
-		{"", nil, "ctalk (devel)"},
-	} {
-		if _, got := resolveVersion(tc.ldflags, tc.bi); got != tc.want {
-			t.Errorf("resolveVersion(%q, %+v) = %q, want %q", tc.ldflags, tc.bi, got, tc.want)
-		}
 	}
 }
 

@@ -1,57 +1,19 @@
 package main
 
 import (
-	"fmt"
 	"runtime/debug"
-	"strings"
+
+	"github.com/ctalk/ctalk/internal/cli"
 )
 
 // version is ctalk's version: -ldflags "-X main.version=…" sets it, or else
 // the module version the build recorded ("(devel)" from a checkout).
 var version = ""
 
-func init() {
-	bi, _ := debug.ReadBuildInfo()
-	version, versionLine = resolveVersion(version, bi)
-}
-
 // versionLine is what `ctalk version` prints.
 var versionLine string
 
-// resolveVersion returns the version and the line `ctalk version` prints:
-// "ctalk v1.2.3 (rev abc1234, 2026-11-30T10:00:00Z, modified)".
-func resolveVersion(ldflags string, bi *debug.BuildInfo) (string, string) {
-	v := ldflags
-	if v == "" && bi != nil {
-		v = bi.Main.Version
-	}
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, at, modified string
-	if bi != nil {
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value[:min(len(s.Value), 7)]
-			case "vcs.time":
-				at = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					modified = "modified"
-				}
-			}
-		}
-	}
-	line := "ctalk " + v
-	if rev != "" {
-		var parts []string
-		for _, p := range []string{"rev " + rev, at, modified} {
-			if p != "" {
-				parts = append(parts, p)
-			}
-		}
-		line += fmt.Sprintf(" (%s)", strings.Join(parts, ", "))
-	}
-	return v, line
+func init() {
+	bi, _ := debug.ReadBuildInfo()
+	version, versionLine = cli.ResolveVersion(version, bi)
 }
