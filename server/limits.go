@@ -176,6 +176,9 @@ func tooLarge(w http.ResponseWriter, limit int64) {
 // It decodes the body as mcp-go does (encoding/json, same field names), so
 // both see the same method and the same params.
 func oversizedInitialize(body []byte) (msg string, id json.RawMessage) {
+	if len(body) <= min(maxClientInfoBytes, maxCapabilitiesBytes) {
+		return "", nil // too short to hold an oversized field: skip the parse every call would pay
+	}
 	var head struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
