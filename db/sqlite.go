@@ -88,21 +88,34 @@ func (s *sqliteStore) View(ctx context.Context, fn func(q Queries) error) error 
 func (s *sqliteStore) tx(ctx context.Context, opts *sql.TxOptions, fn func(q Queries) error) error {
 	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
-		return sqliteError(err)
+		return interrupted(ctx, sqliteError(err))
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	var events []pendingEvent
 	q := sqliteQueries{sqlitedb.New(utcArgs{tx}), sqlitedb.New(utcArgs{preparedTx{tx, s}}), &events}
 	if err := fn(q); err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return sqliteError(err)
+		return interrupted(ctx, sqliteError(err))
 	}
 	for _, e := range events {
 		s.events.publish(e.orgID, e.userID, e.seq)
 	}
 	return nil
+}
+
+// interrupted reports a transaction that failed after ctx ended (the caller
+// went away) as that context error: the driver interrupts the running
+// statement ("interrupted") and database/sql rolls the transaction back
+// (later statements: "transaction has already been committed or rolled
+// back"). Either way nothing was written, and callers see a cancellation,
+// not a database failure, as with PostgreSQL.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
+	return err
 }
 
 // sqliteError maps SQLite errors to the package's sentinels, keeping the original for logs.
