@@ -127,8 +127,10 @@ func (b *bench) setup(ctx context.Context, hc *http.Client) error {
 	orgID := func(i int) string { return "bench-" + b.run + "-" + strconv.Itoa(i) }
 	parallel := min(b.cfg.Concurrency, 4)
 	err = forEach(ctx, b.cfg.Orgs, parallel, func(i int) error {
-		return anon.Call(ctx, "register_organization", map[string]any{
-			"org_id": orgID(i), "name": "Bench org " + b.marker(i), "admin_password": admin}, nil)
+		return retry(ctx, func() error {
+			return anon.Call(ctx, "register_organization", map[string]any{
+				"org_id": orgID(i), "name": "Bench org " + b.marker(i), "admin_password": admin}, nil)
+		})
 	})
 	if err != nil {
 		return err
@@ -143,19 +145,52 @@ func (b *bench) setup(ctx context.Context, hc *http.Client) error {
 	return forEach(ctx, len(b.users), parallel, func(i int) error {
 		u := b.users[i]
 		m := b.marker(u.org)
-		if err := anon.Call(ctx, "register_user", map[string]any{
-			"org_id": orgID(u.org), "admin_password": admin, "user_id": u.id, "name": "Bench " + u.id + " " + m,
-			"password": password, "ownership": "area " + u.id + " of " + m, "notes": "notes of " + m,
-		}, nil); err != nil {
+		err := retry(ctx, func() error {
+			return anon.Call(ctx, "register_user", map[string]any{
+				"org_id": orgID(u.org), "admin_password": admin, "user_id": u.id, "name": "Bench " + u.id + " " + m,
+				"password": password, "ownership": "area " + u.id + " of " + m, "notes": "notes of " + m,
+			}, nil)
+		})
+		if err != nil {
 			return err
 		}
-		login, err := anon.Login(ctx, orgID(u.org), u.id, password)
+		var login relayclient.LoginResult
+		err = retry(ctx, func() (err error) {
+			login, err = anon.Login(ctx, orgID(u.org), u.id, password)
+			return err
+		})
 		if err != nil {
 			return err
 		}
 		u.conn, err = b.connect(ctx, hc, login.AuthToken)
 		return err
 	})
+}
+
+// setupTries bounds how often setup retries one call the relay throttled.
+const setupTries = 10
+
+// retry runs call again, after the delay the relay asks for, while the
+// relay refuses it as busy or too fast. The relay checks one password per
+// client address at a time, and every setup call checks or hashes one, so
+// parallel setup from one machine meets these refusals by design.
+func retry(ctx context.Context, call func() error) error {
+	for try := 1; ; try++ {
+		err := call()
+		var te *relayclient.ToolError
+		if err == nil || try == setupTries || !errors.As(err, &te) {
+			return err
+		}
+		wait, ok := te.RetryAfter()
+		if !ok {
+			return err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return err
+		}
+	}
 }
 
 // connect opens a session with the relay as the owner of token ("" for none).

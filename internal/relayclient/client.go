@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -205,13 +207,32 @@ func (c *Client) Call(ctx context.Context, tool string, args, out any) error {
 }
 
 // ToolError is a failure the relay reported as a tool result: the request
-// arrived and was refused, so trying again unchanged will not help.
+// arrived and was refused, so trying again unchanged will not help, unless
+// RetryAfter says when it will.
 type ToolError struct {
 	Tool    string
 	Message string // the relay's text; never holds a secret
 }
 
 func (e *ToolError) Error() string { return fmt.Sprintf("the relay refused %s: %s", e.Tool, e.Message) }
+
+// retryIn matches the relay's throttling refusals ("…: retry in 2 s").
+var retryIn = regexp.MustCompile(`retry in (\d+) s$`)
+
+// RetryAfter reports how long the relay asked the caller to wait before
+// trying again, for a refusal that was about load or pace rather than the
+// request itself.
+func (e *ToolError) RetryAfter() (time.Duration, bool) {
+	m := retryIn.FindStringSubmatch(e.Message)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(n) * time.Second, true
+}
 
 // RPCError is a JSON-RPC error response.
 type RPCError struct {

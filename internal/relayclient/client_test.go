@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSSEResponse(t *testing.T) {
@@ -167,5 +168,19 @@ func TestCallToolApproving(t *testing.T) {
 	if h.Get("Mcp-Protocol-Version") != ModernProtocolVersion || h.Get("Mcp-Method") != "tools/call" || h.Get("Mcp-Name") != "send_response" ||
 		h.Get("Mcp-Session-Id") != "" || h.Get("Authorization") != "Bearer tok-1" || h.Get("X-Test-Meta-Client") != "test" {
 		t.Errorf("CallToolApproving headers = %v, want 2026-07-28's, the token, no session", h)
+	}
+}
+
+func TestToolErrorRetryAfter(t *testing.T) {
+	for msg, want := range map[string]time.Duration{
+		"ctalk is busy checking other passwords: retry in 2 s":                     2 * time.Second,
+		"too many failed password attempts: retry in 900 s":                        900 * time.Second,
+		"unknown user \"bob\" in organization \"acme\": ask your admin to add you": 0,
+		"ctalk has too many open waits (2000): retry in a few seconds":             0,
+	} {
+		got, ok := (&ToolError{Tool: "login", Message: msg}).RetryAfter()
+		if got != want || ok != (want != 0) {
+			t.Errorf("RetryAfter(%q) = %v, %v; want %v, %v", msg, got, ok, want, want != 0)
+		}
 	}
 }
