@@ -20,7 +20,9 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/internal/relay"
 	"github.com/ctalk/ctalk/mcp"
+	"github.com/ctalk/ctalk/server/oauth"
 )
 
 // DefaultMaxBodyBytes bounds one /mcp request body.
@@ -63,6 +65,14 @@ type Config struct {
 	// client's address (Fly-Client-IP on Fly.io); from a trusted proxy it
 	// wins over X-Forwarded-For. Ignored from anyone else.
 	ClientIPHeader string
+	// Relay is the rules the MCP server was built on. When set, ctalk is
+	// also an OAuth 2.1 authorization server, and /oauth/mcp serves the
+	// same tools to clients that signed in with it.
+	Relay *relay.Service
+	// ClientMetadataAllow lists origins (http://127.0.0.1:PORT) whose
+	// Client ID Metadata Documents may be fetched over plain HTTP from a
+	// private address. Tests only; empty in production.
+	ClientMetadataAllow []string
 }
 
 // Handler returns the HTTP handler for every route.
@@ -123,7 +133,26 @@ func handler(cfg Config) (http.Handler, *sessions) {
 	mux.HandleFunc("GET /{$}", index(cfg.Version, cfg.PublicURL))
 	tracked.mcp = streamable
 	g := newGate(cfg)
-	mux.Handle("/mcp", checkOrigin(origins, g.admit(g.readBody(tracked.track(longWrite(streamable))))))
+	mcpChain := g.readBody(tracked.track(longWrite(streamable)))
+	mux.Handle("/mcp", checkOrigin(origins, g.admit(mcpChain)))
+	if cfg.Relay != nil {
+		base := func(r *http.Request) string {
+			if cfg.PublicURL != "" {
+				return cfg.PublicURL
+			}
+			return guessBaseURL(r)
+		}
+		face := oauth.New(oauth.Config{
+			Relay: cfg.Relay, BaseURL: base, ClientAddr: fwd.clientKey, Logger: cfg.Logger,
+			Fetcher: oauth.NewFetcher(oauth.FetcherOptions{Allow: cfg.ClientMetadataAllow}),
+		})
+		face.Routes(mux)
+		mux.Handle(oauth.MCPPath, checkOrigin(origins, g.admit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if resource, ok := face.Guard(w, r); ok {
+				mcpChain.ServeHTTP(w, r.WithContext(mcp.WithResource(r.Context(), resource)))
+			}
+		}))))
+	}
 	return logRequests(cfg.Logger, mux), tracked
 }
 
