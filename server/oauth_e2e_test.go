@@ -486,7 +486,7 @@ func TestOAuthRevocation(t *testing.T) {
 	dbtest.ForEachConfig(t, func(t *testing.T, cfg db.Config) {
 		e := newOAuthEnv(t, cfg, dbtest.Open(t, cfg))
 		e.team(t, "acme")
-		clientID := e.register(t, oauthRedirect)
+		clientID := e.register(t, "http://localhost/callback")
 		redirect := "http://localhost:40002/callback"
 		connect := func() tokens {
 			v, ch := pkce()

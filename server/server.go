@@ -142,9 +142,12 @@ func handler(cfg Config) (http.Handler, *sessions) {
 			}
 			return guessBaseURL(r)
 		}
+		fetcher, err := oauth.NewFetcher(oauth.FetcherOptions{Allow: cfg.ClientMetadataAllow})
+		if err != nil { // cmd checked the origins: a programming error
+			panic("ClientMetadataAllow: " + err.Error())
+		}
 		face := oauth.New(oauth.Config{
-			Relay: cfg.Relay, BaseURL: base, ClientAddr: fwd.clientKey, Logger: cfg.Logger,
-			Fetcher: oauth.NewFetcher(oauth.FetcherOptions{Allow: cfg.ClientMetadataAllow}),
+			Relay: cfg.Relay, BaseURL: base, ClientAddr: fwd.clientKey, Logger: cfg.Logger, Fetcher: fetcher,
 		})
 		face.Routes(mux)
 		mux.Handle(oauth.MCPPath, checkOrigin(origins, g.admit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -62,7 +62,7 @@ func (f *Face) check(r *http.Request, a authzRequest) (checked, error) {
 		return c, &pageError{"The link that brought you here has no client_id. Go back to the app and connect again."}
 	}
 	var err error
-	if IsMetadataURL(a.ClientID) {
+	if f.isMetadataURL(a.ClientID) {
 		c.client, err = f.cfg.Fetcher.Get(r.Context(), a.ClientID)
 	} else {
 		c.client, err = f.registeredClient(r, a.ClientID)
@@ -106,6 +106,12 @@ func (f *Face) check(r *http.Request, a authzRequest) (checked, error) {
 	return c, nil
 }
 
+// isMetadataURL is IsMetadataURL, with the http origins a test allowed.
+func (f *Face) isMetadataURL(id string) bool {
+	_, err := parseClientIDURL(id, func(origin string) bool { return f.cfg.Fetcher.allowOrigin[origin] })
+	return err == nil
+}
+
 func (f *Face) registeredClient(r *http.Request, id string) (Client, error) {
 	rc, err := f.cfg.Relay.OAuthClient(r.Context(), id)
 	if err != nil {
@@ -123,7 +129,7 @@ func (f *Face) authorize(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	a := readAuthzRequest(r.Form)
+	a := readAuthzRequest(r.URL.Query())
 	if r.Method == http.MethodPost {
 		a = readAuthzRequest(r.PostForm)
 	}

@@ -55,7 +55,7 @@ func New(cfg Config) *Face {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Fetcher == nil {
-		cfg.Fetcher = NewFetcher(FetcherOptions{})
+		cfg.Fetcher, _ = NewFetcher(FetcherOptions{}) // the zero options are valid
 	}
 	if cfg.ClientAddr == nil {
 		cfg.ClientAddr = func(*http.Request) string { return "" }
@@ -223,7 +223,7 @@ func (f *Face) token(w http.ResponseWriter, r *http.Request) {
 		err = &relay.OAuthError{Code: "invalid_request", Description: "grant_type is required"}
 	default:
 		err = &relay.OAuthError{Code: "unsupported_grant_type",
-			Description: "ctalk supports authorization_code and refresh_token, not " + strconv.Quote(truncate(gt, 40))}
+			Description: "ctalk supports authorization_code and refresh_token, not " + strconv.Quote(clip(gt, 40))}
 	}
 	var oe *relay.OAuthError
 	switch {
@@ -306,7 +306,7 @@ func parseForm(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func truncate(s string, n int) string {
+func clip(s string, n int) string {
 	if len(s) > n {
 		return strings.ToValidUTF8(s[:n], "") + "…"
 	}
