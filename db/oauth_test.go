@@ -110,7 +110,9 @@ func TestOAuthClients(t *testing.T) {
 		ctx := t.Context()
 		c := db.OAuthClient{ID: "dcr-1", Name: "Claude", RedirectURIs: []string{"https://claude.ai/api/mcp/auth_callback", "http://127.0.0.1:6274/cb"}, CreatedAt: t0}
 		create(t, s, c)
-		err := inTx(t, s, func(q db.Queries) error { return q.CreateOAuthClient(ctx, db.OAuthClient{ID: "dcr-1", Name: "other", CreatedAt: t0}) })
+		err := inTx(t, s, func(q db.Queries) error {
+			return q.CreateOAuthClient(ctx, db.OAuthClient{ID: "dcr-1", Name: "other", CreatedAt: t0})
+		})
 		wantErr(t, "CreateOAuthClient(dcr-1) again", err, db.ErrConflict)
 		// A client with no redirect URIs comes back with none, not a broken row.
 		create(t, s, db.OAuthClient{ID: "dcr-2", Name: "Bare", CreatedAt: t0})
