@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/db/dbtest"
 )
 
 // The OAuth storage contract, on both backends: grants (one connected client
@@ -769,4 +771,103 @@ func TestOAuthMigrationDown(t *testing.T) {
 		})
 		create(t, s, g, accessToken("at-2", g), newRefresh("rt-2", "g1"), newCode("c-2", "g1"))
 	})
+}
+
+// TestRevocationWaitsForRefreshPostgres: a refresh transaction that touches
+// its grant first (TouchOAuthGrant) and then issues tokens holds the grant's
+// row lock until it commits; a revocation running meanwhile waits for it and
+// then revokes the tokens it issued. (SQLite runs one writer at a time.) The
+// test commits the refresh only once the revocation is seen waiting for a
+// lock, so a revocation that revoked tokens before locking the grant would
+// miss them and fail it.
+func TestRevocationWaitsForRefreshPostgres(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		revoke func(ctx context.Context, q db.Queries) error
+	}{
+		{"RevokeOAuthGrant", func(ctx context.Context, q db.Queries) error {
+			_, err := q.RevokeOAuthGrant(ctx, "a", "amy", "g1", t0.Add(time.Hour))
+			return err
+		}},
+		{"RevokeUserTokens", func(ctx context.Context, q db.Queries) error {
+			_, err := q.RevokeUserTokens(ctx, "a", "amy", nil, t0.Add(time.Hour))
+			return err
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dbURL, _ := newPostgresSchema(t)
+			dbURL, app := dbtest.WithAppName(t, dbURL)
+			s := openStore(t, db.Config{DatabaseURL: dbURL})
+			ctx := context.WithoutCancel(t.Context())
+			seedOrg(t, s, "a", "amy")
+			g := newGrant("a", "amy", "g1", t0)
+			create(t, s, g, accessToken("at-1", g), newRefresh("rt-1", "g1"))
+
+			touched, commit := make(chan struct{}), make(chan struct{})
+			refreshed := make(chan error, 1)
+			go func() {
+				refreshed <- s.InTx(ctx, func(q db.Queries) error {
+					if err := q.TouchOAuthGrant(ctx, "g1", t0.Add(time.Minute)); err != nil {
+						return err
+					}
+					if ok, err := q.UseOAuthRefresh(ctx, []byte("rt-1"), t0.Add(time.Minute)); err != nil || !ok {
+						return fmt.Errorf("UseOAuthRefresh(rt-1) = %v, %v; want true, nil", ok, err)
+					}
+					if err := q.CreateToken(ctx, accessToken("at-2", g)); err != nil {
+						return err
+					}
+					if err := q.CreateOAuthRefresh(ctx, newRefresh("rt-2", "g1")); err != nil {
+						return err
+					}
+					close(touched)
+					<-commit
+					return nil
+				})
+			}()
+			select {
+			case <-touched:
+			case err := <-refreshed:
+				t.Fatalf("refresh transaction: %v", err)
+			}
+			revoked := make(chan error, 1)
+			go func() { revoked <- s.InTx(ctx, func(q db.Queries) error { return tt.revoke(ctx, q) }) }()
+
+			// Wait until the revocation waits for the refresh's lock.
+			conn := pgConn(t, dbURL)
+			for {
+				var waiting int
+				err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+					WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&waiting)
+				if err != nil {
+					t.Fatalf("pg_stat_activity: %v", err)
+				}
+				if waiting > 0 {
+					break
+				}
+				select {
+				case err := <-revoked:
+					t.Fatalf("%s committed (%v) without waiting for the refresh that touched the grant", tt.name, err)
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			close(commit)
+			if err := <-refreshed; err != nil {
+				t.Fatalf("refresh transaction: %v", err)
+			}
+			if err := <-revoked; err != nil {
+				t.Fatalf("%s: %v", tt.name, err)
+			}
+
+			if !tokenRevoked(t, s, "at-2") {
+				t.Errorf("access token issued by the refresh %s waited for is not revoked", tt.name)
+			}
+			if getRefresh(t, s, "rt-2").UsedAt == nil {
+				t.Errorf("refresh token issued by the refresh %s waited for is still redeemable", tt.name)
+			}
+			err := inTx(t, s, func(q db.Queries) error { return q.TouchOAuthGrant(ctx, "g1", t0.Add(2*time.Hour)) })
+			wantErr(t, "TouchOAuthGrant(g1) after "+tt.name, err, db.ErrNotFound)
+		})
+	}
 }
