@@ -63,6 +63,9 @@ CREATE INDEX oauth_refresh_tokens_grant ON oauth_refresh_tokens (grant_id);
 CREATE INDEX oauth_refresh_tokens_expires ON oauth_refresh_tokens (expires_at);
 
 -- +goose Down
+-- OAuth access tokens go with their grants: without grant_id and resource
+-- they would pass for the login tool's tokens.
+DELETE FROM auth_tokens WHERE grant_id IS NOT NULL;
 DROP TABLE oauth_refresh_tokens;
 DROP TABLE oauth_codes;
 DROP TABLE oauth_grants;
