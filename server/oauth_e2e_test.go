@@ -544,3 +544,72 @@ func TestOAuthRevocation(t *testing.T) {
 		refreshFails("after /oauth/revoke", d)
 	})
 }
+
+// TestOAuthSignup: an admin registers the organization and themselves from
+// the web, then signs in; a refused form stores nothing.
+func TestOAuthSignup(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachConfig(t, func(t *testing.T, cfg db.Config) {
+		e := newOAuthEnv(t, cfg, dbtest.Open(t, cfg))
+		clientID := e.register(t, oauthRedirect)
+		verifier, ch := pkce()
+		params := authzParams(clientID, "http://127.0.0.1:40003/callback", ch)
+		signin := e.authorizePage(t, params)
+		link := regexp.MustCompile(`href="(/oauth/signup\?return=[^"]+)"`).FindStringSubmatch(signin.body)
+		if link == nil {
+			t.Fatalf("sign-in page has no link to the sign-up page:\n%s", signin.body)
+		}
+		resp, err := e.browser.Get(e.base + htmlUnescape(link[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		form := url.Values{}
+		for _, m := range hiddenField.FindAllStringSubmatch(string(b), -1) {
+			form.Set(m[1], htmlUnescape(m[2]))
+		}
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(form.Get("return"), "/oauth/authorize?") {
+			t.Fatalf("sign-up page: %s, return %q", resp.Status, form.Get("return"))
+		}
+		post := func(admin, password string) (int, string) {
+			f := url.Values{}
+			for k, v := range form {
+				f[k] = v
+			}
+			for k, v := range map[string]string{"org_id": "webco", "org_name": "Web Co", "admin_password": admin,
+				"user_id": "umar", "name": "Umar", "ownership": "platform", "password": password} {
+				f.Set(k, v)
+			}
+			resp, err := e.browser.PostForm(e.base+"/oauth/signup", f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		before := dbText(t, e.cfg)
+		if status, body := post(adminPassword, "short"); status != http.StatusBadRequest || !strings.Contains(body, "your password is too short") {
+			t.Errorf("short user password: %d, want 400 saying so:\n%s", status, body)
+		}
+		if after := dbText(t, e.cfg); !slices.Equal(before, after) {
+			t.Error("a refused sign-up stored something (the organization without its user?)")
+		}
+		status, body := post(adminPassword, userPassword)
+		if status != http.StatusCreated || !strings.Contains(body, "Continue signing in") {
+			t.Fatalf("sign-up: %d, want 201 with a link back:\n%s", status, body)
+		}
+		if status, body := post(adminPassword, userPassword); status != http.StatusConflict || !strings.Contains(body, "already exists") {
+			t.Errorf("the same organization again: %d, want 409:\n%s", status, body)
+		}
+		code := e.signIn(t, params, "webco", "umar")
+		tok := e.exchange(t, clientID, "http://127.0.0.1:40003/callback", code, verifier)
+		cs := connectTo(t, e.base+"/oauth/mcp", tok.Access, "")
+		if who := callOK[struct {
+			OrgID string `json:"org_id"`
+		}](t, cs, "whoami", args{}); who.OrgID != "webco" {
+			t.Errorf("whoami = %q, want webco", who.OrgID)
+		}
+	})
+}

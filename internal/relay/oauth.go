@@ -36,6 +36,10 @@ const (
 	// token is issued either way.
 	ScopeOfflineAccess = "offline_access"
 
+	// oauthKeep is how long expired codes and refresh tokens, and revoked
+	// grants, are kept before a sign-in prunes them.
+	oauthKeep = 24 * time.Hour
+
 	refreshPrefix = "ctalk_rt_"
 	codePrefix    = "ctalk_code_"
 
@@ -167,7 +171,13 @@ func (s *Service) Authorize(ctx context.Context, req AuthorizeRequest, orgIDArg,
 		if err := q.CreateOAuthGrant(ctx, g); err != nil {
 			return err
 		}
-		return q.CreateOAuthCode(ctx, c)
+		if err := q.CreateOAuthCode(ctx, c); err != nil {
+			return err
+		}
+		// Spent and expired codes and refresh tokens, and grants revoked a
+		// day ago, are of no use: each sign-in sweeps them.
+		_, err := q.PruneOAuth(ctx, now.Add(-oauthKeep))
+		return err
 	})
 	if err != nil {
 		return "", err
@@ -219,6 +229,11 @@ func (s *Service) ExchangeCode(ctx context.Context, code, clientID, redirectURI,
 		}
 		if resource != "" && !SameResource(resource, g.Resource) {
 			return oauthErr("invalid_target", "this code was issued for "+g.Resource+", not "+quoteShort(resource))
+		}
+		if err := q.TouchOAuthGrant(ctx, g.ID, now); errors.Is(err, db.ErrNotFound) {
+			return errInvalidGrant // revoked meanwhile
+		} else if err != nil {
+			return err
 		}
 		used, err := q.UseOAuthCode(ctx, hash, now)
 		if err != nil {
@@ -290,6 +305,14 @@ func (s *Service) RefreshOAuth(ctx context.Context, refresh, clientID, scope, re
 			}
 			granted = scope
 		}
+		// The grant's row first: a revocation running meanwhile either
+		// commits before (and this refresh finds the grant gone) or waits
+		// and revokes what this one issues.
+		if err := q.TouchOAuthGrant(ctx, g.ID, now); errors.Is(err, db.ErrNotFound) {
+			return errInvalidGrant
+		} else if err != nil {
+			return err
+		}
 		used, err := q.UseOAuthRefresh(ctx, hash, now)
 		if err != nil {
 			return err
@@ -297,9 +320,6 @@ func (s *Service) RefreshOAuth(ctx context.Context, refresh, clientID, scope, re
 		if !used {
 			replay = true
 			return errInvalidGrant
-		}
-		if err := q.TouchOAuthGrant(ctx, g.ID, now); err != nil {
-			return err
 		}
 		out, err = s.issue(ctx, q, g, granted, now)
 		return err

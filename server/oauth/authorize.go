@@ -39,6 +39,17 @@ func (a authzRequest) hidden() []field {
 
 type field struct{ Name, Value string }
 
+// query is the request as an authorization URL's query.
+func (a authzRequest) query() string {
+	q := url.Values{}
+	for _, f := range a.hidden() {
+		if f.Value != "" {
+			q.Set(f.Name, f.Value)
+		}
+	}
+	return q.Encode()
+}
+
 // checked is a request whose client and redirect URI are trusted: errors
 // from here on go back to the client's redirect URI.
 type checked struct {
@@ -150,7 +161,7 @@ func (f *Face) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	csrf, fresh := f.csrfCookie(w, r)
 	view := signInView{Client: c.client, Redirect: c.RedirectURI, Hidden: a.hidden(), CSRF: csrf,
-		Offline: relay.HasScope(c.req.Scope, relay.ScopeOfflineAccess)}
+		Offline: relay.HasScope(c.req.Scope, relay.ScopeOfflineAccess), Return: authorizePath + "?" + a.query()}
 	if r.Method == http.MethodGet {
 		f.page.signIn(w, http.StatusOK, view)
 		return

@@ -71,6 +71,8 @@ func (f *Face) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /.well-known/openid-configuration", f.serverMetadata)
 	mux.HandleFunc("GET "+authorizePath, f.authorize)
 	mux.HandleFunc("POST "+authorizePath, f.authorize)
+	mux.HandleFunc("GET "+signupPath, f.signup)
+	mux.HandleFunc("POST "+signupPath, f.signup)
 	mux.HandleFunc("POST "+tokenPath, cors(f.token))
 	mux.HandleFunc("POST "+registerPath, cors(f.register))
 	mux.HandleFunc("POST "+revokePath, cors(f.revoke))
@@ -118,21 +120,21 @@ func (f *Face) serverMetadata(w http.ResponseWriter, r *http.Request) {
 	cors(func(w http.ResponseWriter, r *http.Request) {
 		base := f.base(r)
 		writeJSON(w, http.StatusOK, map[string]any{
-			"issuer":                                base,
-			"authorization_endpoint":                base + authorizePath,
-			"token_endpoint":                        base + tokenPath,
-			"registration_endpoint":                 base + registerPath,
-			"revocation_endpoint":                   base + revokePath,
-			"response_types_supported":              []string{"code"},
-			"response_modes_supported":              []string{"query"},
-			"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
-			"code_challenge_methods_supported":      []string{"S256"},
-			"token_endpoint_auth_methods_supported": []string{"none"},
-			"revocation_endpoint_auth_methods_supported":    []string{"none"},
-			"scopes_supported":                              relay.ScopesSupported,
-			"client_id_metadata_document_supported":         true,
+			"issuer":                                         base,
+			"authorization_endpoint":                         base + authorizePath,
+			"token_endpoint":                                 base + tokenPath,
+			"registration_endpoint":                          base + registerPath,
+			"revocation_endpoint":                            base + revokePath,
+			"response_types_supported":                       []string{"code"},
+			"response_modes_supported":                       []string{"query"},
+			"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+			"code_challenge_methods_supported":               []string{"S256"},
+			"token_endpoint_auth_methods_supported":          []string{"none"},
+			"revocation_endpoint_auth_methods_supported":     []string{"none"},
+			"scopes_supported":                               relay.ScopesSupported,
+			"client_id_metadata_document_supported":          true,
 			"authorization_response_iss_parameter_supported": true,
-			"service_documentation":                         base + "/",
+			"service_documentation":                          base + "/",
 		})
 	})(w, r)
 }

@@ -36,6 +36,7 @@ type signInView struct {
 	UserID   string
 	Alert    string
 	Nonce    string
+	Return   string // this page's path and query, for the sign-up page to lead back to
 }
 
 // ClientHost is the host the client's id or redirect names, shown so the
@@ -64,6 +65,11 @@ func (v signInView) RedirectHost() string {
 func (p *pages) signIn(w http.ResponseWriter, status int, v signInView) {
 	v.Nonce = nonce()
 	p.render(w, status, "signin.html", v, v.Nonce, formTarget(v.Redirect))
+}
+
+func (p *pages) signup(w http.ResponseWriter, status int, v signupView) {
+	v.Nonce = nonce()
+	p.render(w, status, "signup.html", v, v.Nonce, "")
 }
 
 func (p *pages) error(w http.ResponseWriter, status int, msg string) {
