@@ -8,7 +8,7 @@
 // How Claude Code names itself to ctalk (argv, default dcr):
 //   dcr     the client is registered first (POST /oauth/register, Claude Code's loopback
 //           callbacks) and given to Claude Code with `claude mcp add --client-id`
-//   cimd    --client-id is http://127.0.0.1:$CIMD_PORT/client.json, a metadata document this script
+//   cimd    --client-id is http://127.0.0.1:$CIMD_PORT/claude-code-client.json, a metadata document this script
 //           serves (the server must allow that origin: CTALK_OAUTH_CLIENT_METADATA_ALLOW)
 //   claude  no --client-id: Claude Code picks its own (https://claude.ai/oauth/claude-code-client-metadata
 //           when the server supports metadata documents), which an offline server cannot fetch
@@ -116,7 +116,7 @@ try {
     clientId = body.client_id;
     ok("registered a client for Claude Code's loopback callbacks (RFC 7591)");
   } else if (mode === "cimd") {
-    clientId = `http://127.0.0.1:${cimdPort}/client.json`;
+    clientId = `http://127.0.0.1:${cimdPort}/claude-code-client.json`; // not oauth.sh's path: the server caches documents by URL
     const doc = JSON.stringify({ client_id: clientId, client_name: "Claude Code (acceptance)", redirect_uris: redirects,
       grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" });
     metadataSrv = http.createServer((req, res) => res.writeHead(200, { "Content-Type": "application/json" }).end(doc));
