@@ -16,7 +16,9 @@
 //   1. register an organization and a user through the seed's tools on the open /mcp
 //   2. an unauthenticated request to /oauth/mcp gets 401 with the resource_metadata challenge
 //   3. the SDK discovers the servers, registers (dcr) or names its metadata URL (cimd), and
-//      hands the authorization URL to the browser, which signs in and allows
+//      hands the authorization URL to the browser, which signs in and allows (dcr: after a wrong
+//      password, which must show a role="alert" message; cimd: after a Deny, which must send the
+//      client error=access_denied with its state and iss)
 //   4. the callback checks state and iss (RFC 9207); finishAuth(code) exchanges the code
 //   5. a fresh SDK client calls whoami on /oauth/mcp and must see the user
 //   6. the access token is spoiled in the provider's store: the SDK gets 401, refreshes
@@ -166,6 +168,14 @@ const expectUser = (text, label) => {
 };
 
 // ---- the browser: sign in on ctalk's page, return the callback's query parameters
+// openSignIn loads the authorization URL and waits for the form; an error page fails with its text.
+async function openSignIn(page, url) {
+  const resp = await page.goto(url.href);
+  const form = await page.waitForSelector('#org_id, [role="alert"]', { timeout: 15000 }).catch(() => null);
+  if (!form) fail(`GET ${url.origin}${url.pathname} (${resp?.status()}) showed no sign-in form within 15s: ${(await page.textContent("body").catch(() => "")).trim().slice(0, 300)}`);
+  if (!(await page.$("#org_id"))) fail(`GET ${url.origin}${url.pathname} answered ${resp?.status()} with no sign-in form: ${(await form.textContent()).trim()}`);
+  if (resp?.status() !== 200) fail(`GET ${url.origin}${url.pathname} answered ${resp?.status()}, want 200`);
+}
 async function signIn(authorizationUrl) {
   const browser = await chromium.launch({
     executablePath: chromiumPath,
@@ -178,20 +188,40 @@ async function signIn(authorizationUrl) {
       mkdirSync(shots, { recursive: true });
       const desk = await browser.newContext({ viewport: { width: 1280, height: 800 } });
       const dp = await desk.newPage();
-      await dp.goto(authorizationUrl.href);
-      await dp.waitForSelector("#org_id", { timeout: 15000 });
+      await openSignIn(dp, authorizationUrl);
       await dp.screenshot({ path: join(shots, `signin-${mode}-desktop.png`), fullPage: true });
       await desk.close();
     }
     // The sign-in itself happens on a phone-sized touch screen: the page must work there.
     const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
     const page = await phone.newPage();
-    const resp = await page.goto(authorizationUrl.href);
-    if (!resp || resp.status() !== 200) fail(`GET ${authorizationUrl.origin}${authorizationUrl.pathname} answered ${resp?.status()}: ${(await page.content()).slice(0, 300)}`);
-    await page.waitForSelector("#org_id", { timeout: 15000 });
+    await openSignIn(page, authorizationUrl);
     if (shots) await page.screenshot({ path: join(shots, `signin-${mode}-phone.png`), fullPage: true });
     const wide = await page.evaluate(() => document.documentElement.scrollWidth);
     if (wide > 390) fail(`the sign-in page is ${wide}px wide on a 390px phone screen (scrolls sideways)`);
+    if (mode === "cimd") {
+      // Deny first: the client gets access_denied with its state and iss; then the person
+      // opens the same link again and allows.
+      const denied = new Promise((resolve) => { onCallback = resolve; });
+      await page.click('button[name="decision"][value="deny"]');
+      const d = await Promise.race([denied, new Promise((r) => setTimeout(() => r(null), 20000))]);
+      if (!d) fail(`no redirect to ${redirectUrl} within 20s after Deny; page is at ${page.url().split("?")[0]}`);
+      if (d.get("error") !== "access_denied" || d.has("code")) fail(`Deny: the redirect carries error=${d.get("error")}${d.has("code") ? " and a code" : ""}, want error=access_denied`);
+      if (d.get("state") !== stateOf() || d.get("iss") !== base) fail(`Deny: the redirect's state or iss (${d.get("iss")}) is wrong`);
+      log("Deny sends the client error=access_denied with its state and iss");
+      await openSignIn(page, authorizationUrl);
+    } else {
+      // A wrong password first: the page comes back with an alert, no redirect, the password cleared.
+      await page.fill("#org_id", org);
+      await page.fill("#user_id", user);
+      await page.fill("#password", `wrong-${userPassword}`);
+      await page.click('button[name="decision"][value="allow"]');
+      const el = await page.waitForSelector('[role="alert"]', { timeout: 20000 }).catch(() => null);
+      if (!el) fail(`a wrong password did not bring the page back with a role="alert" message; page is at ${page.url().split("?")[0]}`);
+      if (page.url().startsWith(redirectUrl)) fail("a wrong password redirected to the client");
+      if (shots) await page.screenshot({ path: join(shots, `signin-${mode}-wrong-password.png`), fullPage: true });
+      log(`a wrong password shows: ${(await el.textContent()).trim()}`);
+    }
     const got = new Promise((resolve) => { onCallback = resolve; });
     await page.fill("#org_id", org);
     await page.fill("#user_id", user);
@@ -215,6 +245,7 @@ async function signIn(authorizationUrl) {
 }
 
 const results = {};
+let stateOf = () => undefined;
 let exit = 0;
 try {
   // 1. seed an organization and a user through the open /mcp
@@ -253,6 +284,7 @@ try {
 
   // 3. the SDK's flow up to the redirect
   const provider = new MemoryProvider();
+  stateOf = () => provider._state;
   try {
     await connect(mcpURL, provider);
     fail("connect to /oauth/mcp without a token succeeded");
