@@ -2,20 +2,24 @@
 // own OAuth client (auth(), OAuthClientProvider, StreamableHTTPClientTransport.finishAuth) and
 // Debian's Chromium driven by playwright-core filling ctalk's sign-in page.
 //
-//   URL_BASE=http://127.0.0.1:8000 node oauth-client.mjs dcr|cimd
+//   URL_BASE=http://127.0.0.1:8000 node oauth-client.mjs dcr|cimd|cimd-https
 //
 // Env:
 //   URL_BASE     the server's public base URL (its issuer; CTALK_PUBLIC_URL when set there)
 //   CIMD_PORT    cimd mode: the 127.0.0.1 port this script serves its Client ID Metadata
-//                Document on; the server must be started with
+//                Document on over http; the server must be started with
 //                CTALK_OAUTH_CLIENT_METADATA_ALLOW=http://127.0.0.1:$CIMD_PORT
+//   CIMD_TLS_PORT, CIMD_TLS_CERT, CIMD_TLS_KEY
+//                cimd-https mode: the same over https with this certificate for 127.0.0.1; the
+//                server must allow https://127.0.0.1:$CIMD_TLS_PORT and trust the certificate
+//                (SSL_CERT_FILE=$CIMD_TLS_CERT in its environment)
 //   SCREENSHOTS  a directory: the sign-in page is saved there at phone and desktop size
 //   CHROMIUM     the browser (default /usr/bin/chromium)
 //
 // Steps (each prints "ok ..." on stderr; the first failure prints "FAIL: ..." and exits 1):
 //   1. register an organization and a user through the seed's tools on the open /mcp
 //   2. an unauthenticated request to /oauth/mcp gets 401 with the resource_metadata challenge
-//   3. the SDK discovers the servers, registers (dcr) or names its metadata URL (cimd), and
+//   3. the SDK discovers the servers, registers (dcr) or names its metadata URL (cimd, cimd-https), and
 //      hands the authorization URL to the browser, which signs in and allows (dcr: after a wrong
 //      password, which must show a role="alert" message; cimd: after a Deny, which must send the
 //      client error=access_denied with its state and iss)
@@ -28,8 +32,9 @@
 // Prints the whoami results as JSON on stdout and exits 0 only if every step passed.
 // Tokens, codes and passwords are never printed.
 import http from "node:http";
+import https from "node:https";
 import { randomBytes } from "node:crypto";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -41,8 +46,8 @@ import {
 import { chromium } from "playwright-core";
 
 const mode = process.argv[2];
-if (mode !== "dcr" && mode !== "cimd") {
-  console.error("usage: URL_BASE=http://127.0.0.1:PORT node oauth-client.mjs dcr|cimd");
+if (!["dcr", "cimd", "cimd-https"].includes(mode)) {
+  console.error("usage: URL_BASE=http://127.0.0.1:PORT node oauth-client.mjs dcr|cimd|cimd-https");
   process.exit(2);
 }
 const base = (process.env.URL_BASE || "").replace(/\/+$/, "");
@@ -50,9 +55,15 @@ if (!base) {
   console.error("set URL_BASE=http://127.0.0.1:PORT (the ctalk server's public base URL)");
   process.exit(2);
 }
-const cimdPort = Number(process.env.CIMD_PORT || 0);
-if (mode === "cimd" && !cimdPort) {
-  console.error("cimd mode: set CIMD_PORT to the port allowed by the server's CTALK_OAUTH_CLIENT_METADATA_ALLOW");
+const isCimd = mode.startsWith("cimd");
+const tls = mode === "cimd-https";
+const cimdPort = Number((tls ? process.env.CIMD_TLS_PORT : process.env.CIMD_PORT) || 0);
+if (isCimd && !cimdPort) {
+  console.error(`${mode} mode: set ${tls ? "CIMD_TLS_PORT" : "CIMD_PORT"} to the port allowed by the server's CTALK_OAUTH_CLIENT_METADATA_ALLOW`);
+  process.exit(2);
+}
+if (tls && !(process.env.CIMD_TLS_CERT && process.env.CIMD_TLS_KEY)) {
+  console.error("cimd-https mode: set CIMD_TLS_CERT and CIMD_TLS_KEY (PEM files for 127.0.0.1; the server trusts the certificate through SSL_CERT_FILE)");
   process.exit(2);
 }
 const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
@@ -71,9 +82,9 @@ const fail = (msg) => { throw new StepError(msg); };
 const timer = setTimeout(() => { console.error(`FAIL: ${mode}: timeout after 120s`); process.exit(1); }, 120000);
 
 // ---- local HTTP: the redirect URI's listener (random port) and, for cimd, the metadata document
-function listen(port, handler) {
+function listen(port, handler, tlsOptions) {
   return new Promise((resolve, reject) => {
-    const srv = http.createServer(handler);
+    const srv = tlsOptions ? https.createServer(tlsOptions, handler) : http.createServer(handler);
     srv.on("error", reject);
     srv.listen(port, "127.0.0.1", () => resolve(srv));
   });
@@ -99,8 +110,8 @@ const clientMetadata = {
   token_endpoint_auth_method: "none",
   scope: "ctalk offline_access",
 };
-if (mode === "cimd") {
-  clientMetadataUrl = `http://127.0.0.1:${cimdPort}/client.json`;
+if (isCimd) {
+  clientMetadataUrl = `${tls ? "https" : "http"}://127.0.0.1:${cimdPort}/client.json`;
   // Like Claude Code's own document: a loopback redirect without a port (RFC 8252 §7.3);
   // the redirect actually used carries this script's random port.
   const doc = { ...clientMetadata, client_id: clientMetadataUrl, redirect_uris: ["http://127.0.0.1/callback"] };
@@ -109,7 +120,7 @@ if (mode === "cimd") {
     if (new URL(req.url, "http://127.0.0.1").pathname !== "/client.json") { res.writeHead(404).end(); return; }
     fetched++;
     res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(doc));
-  });
+  }, tls ? { cert: readFileSync(process.env.CIMD_TLS_CERT), key: readFileSync(process.env.CIMD_TLS_KEY) } : undefined);
   metadataSrv.fetchCount = () => fetched;
 }
 
@@ -118,13 +129,14 @@ class MemoryProvider {
   constructor() {
     this._client = undefined; this._tokens = undefined; this._verifier = undefined;
     this._discovery = undefined; this._state = undefined; this.authorizationUrl = undefined;
-    if (mode === "cimd") {
-      // SDK 1.32.2 spells CIMD support `clientMetadataUrl`, but only uses it for an https URL
-      // (isHttpsUrl in client/auth.js); an offline test can only serve http on 127.0.0.1, so the
-      // client id is given as this client's stored information instead: the authorization and
-      // token requests the SDK then makes are the same as with an https metadata URL.
-      this._client = { client_id: clientMetadataUrl };
-    }
+    // SDK 1.32.2 spells CIMD support `clientMetadataUrl` and uses it only for an https URL
+    // (isHttpsUrl in client/auth.js) when the server's metadata says
+    // client_id_metadata_document_supported. cimd-https does exactly that (the document is
+    // served over TLS with a test certificate the server trusts); cimd serves plain http,
+    // which the SDK refuses as a metadata URL, so there the client id is given as this client's
+    // stored information: the authorization, token and refresh requests are the same.
+    if (tls) this.clientMetadataUrl = clientMetadataUrl;
+    else if (isCimd) this._client = { client_id: clientMetadataUrl };
   }
   get redirectUrl() { return redirectUrl; }
   get clientMetadata() { return clientMetadata; }
@@ -139,7 +151,7 @@ class MemoryProvider {
   saveDiscoveryState(s) { this._discovery = s; }
   discoveryState() { return this._discovery; }
   invalidateCredentials(scope) {
-    if (scope === "all" || scope === "client") this._client = mode === "cimd" ? { client_id: clientMetadataUrl } : undefined;
+    if (scope === "all" || scope === "client") this._client = isCimd && !tls ? { client_id: clientMetadataUrl } : undefined;
     if (scope === "all" || scope === "tokens") this._tokens = undefined;
     if (scope === "all" || scope === "verifier") this._verifier = undefined;
     if (scope === "all" || scope === "discovery") this._discovery = undefined;
@@ -199,7 +211,7 @@ async function signIn(authorizationUrl) {
     if (shots) await page.screenshot({ path: join(shots, `signin-${mode}-phone.png`), fullPage: true });
     const wide = await page.evaluate(() => document.documentElement.scrollWidth);
     if (wide > 390) fail(`the sign-in page is ${wide}px wide on a 390px phone screen (scrolls sideways)`);
-    if (mode === "cimd") {
+    if (isCimd) {
       // Deny first: the client gets access_denied with its state and iss; then the person
       // opens the same link again and allows.
       const denied = new Promise((resolve) => { onCallback = resolve; });
@@ -279,7 +291,7 @@ try {
   if (!asMeta) fail(`no authorization server metadata at ${base}/.well-known/oauth-authorization-server`);
   if (asMeta.issuer !== base) fail(`issuer is ${asMeta.issuer}, want ${base}`);
   if (!(asMeta.code_challenge_methods_supported || []).includes("S256")) fail("code_challenge_methods_supported lacks S256");
-  if (mode === "cimd" && asMeta.client_id_metadata_document_supported !== true) fail("client_id_metadata_document_supported is not true");
+  if (isCimd && asMeta.client_id_metadata_document_supported !== true) fail("client_id_metadata_document_supported is not true");
   if (mode === "dcr" && !asMeta.registration_endpoint) fail("no registration_endpoint in the metadata");
 
   // 3. the SDK's flow up to the redirect
@@ -298,7 +310,7 @@ try {
   if (q.get("code_challenge_method") !== "S256") fail(`authorization URL: code_challenge_method=${q.get("code_challenge_method")}`);
   if ((q.get("resource") || "").replace(/\/$/, "") !== mcpURL.href) fail(`authorization URL: resource=${q.get("resource")}, want ${mcpURL.href}`);
   const clientId = q.get("client_id");
-  if (mode === "cimd" && clientId !== clientMetadataUrl) fail(`authorization URL: client_id=${clientId}, want ${clientMetadataUrl}`);
+  if (isCimd && clientId !== clientMetadataUrl) fail(`authorization URL: client_id=${clientId}, want ${clientMetadataUrl}`);
   if (mode === "dcr" && !provider._client?.client_id) fail("dynamic client registration returned no client_id");
   log(`${mode === "dcr" ? "registered by DCR" : "client id is the metadata URL"}; authorization URL ${au.origin}${au.pathname} (scope=${q.get("scope")})`);
 
@@ -309,7 +321,7 @@ try {
   if (!code) fail("the redirect carries no code");
   if (params.get("state") !== provider._state) fail("the redirect's state is not the one the client sent");
   if (params.get("iss") !== asMeta.issuer) fail(`the redirect's iss is ${JSON.stringify(params.get("iss"))}, want ${asMeta.issuer} (RFC 9207)`);
-  if (mode === "cimd" && metadataSrv.fetchCount() < 1) fail("the server never fetched the client metadata document");
+  if (isCimd && metadataSrv.fetchCount() < 1) fail("the server never fetched the client metadata document");
   log(`signed in and allowed in Chromium; redirect has code, state and iss=${params.get("iss")}${shots ? `; screenshots in ${shots}` : ""}`);
   await new StreamableHTTPClientTransport(mcpURL, { authProvider: provider }).finishAuth(code);
   const t1 = provider.tokens();

@@ -8,9 +8,13 @@
 # The server must run with CTALK_PUBLIC_URL=$URL_BASE and, for the cimd mode,
 # CTALK_OAUTH_CLIENT_METADATA_ALLOW=http://127.0.0.1:$CIMD_PORT (the port this script then serves
 # its Client ID Metadata Document on; pick a free one before starting the server).
+# Modes: dcr (the SDK registers, RFC 7591), cimd (metadata document over http, allowed for
+# tests), cimd-https (the SDK's own clientMetadataUrl, which must be https: the document is
+# served with CIMD_TLS_CERT/CIMD_TLS_KEY on CIMD_TLS_PORT; the server then also needs
+# https://127.0.0.1:$CIMD_TLS_PORT in CTALK_OAUTH_CLIENT_METADATA_ALLOW and SSL_CERT_FILE=$CIMD_TLS_CERT).
 #
 # Optional env:
-#   MODES="dcr cimd"   which client registrations to run (default both)
+#   MODES="dcr cimd"   which modes to run (default "dcr cimd", plus cimd-https when CIMD_TLS_PORT is set)
 #   SCREENSHOTS=dir    save the sign-in page there at phone (390x844) and desktop size
 #   CHROMIUM=path      the browser (default /usr/bin/chromium, Debian package chromium)
 #   TOOLS=dir          where the pinned npm packages are installed (default ~/.cache/ctalk-acceptance,
@@ -20,8 +24,9 @@ set -uo pipefail
 : "${URL_BASE:?set URL_BASE=http://127.0.0.1:PORT (the ctalk server; its CTALK_PUBLIC_URL)}"
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOOLS=${TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/ctalk-acceptance}
-MODES=${MODES:-"dcr cimd"}
 CIMD_PORT=${CIMD_PORT:-}
+CIMD_TLS_PORT=${CIMD_TLS_PORT:-}
+MODES=${MODES:-"dcr cimd${CIMD_TLS_PORT:+ cimd-https}"}
 export CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -48,7 +53,11 @@ for mode in $MODES; do
     echo "FAIL oauth-cimd: set CIMD_PORT to the port in the server's CTALK_OAUTH_CLIENT_METADATA_ALLOW"
     fail=$((fail + 1)); continue
   fi
-  URL_BASE="$URL_BASE" CIMD_PORT="$CIMD_PORT" timeout 180 node "$TOOLS/oauth-client.mjs" "$mode" \
+  if [ "$mode" = cimd-https ] && { [ -z "$CIMD_TLS_PORT" ] || [ ! -f "${CIMD_TLS_CERT:-}" ] || [ ! -f "${CIMD_TLS_KEY:-}" ]; }; then
+    echo "FAIL oauth-cimd-https: set CIMD_TLS_PORT (allowed by the server) and CIMD_TLS_CERT, CIMD_TLS_KEY (PEM files for 127.0.0.1, trusted by the server through SSL_CERT_FILE)"
+    fail=$((fail + 1)); continue
+  fi
+  URL_BASE="$URL_BASE" CIMD_PORT="$CIMD_PORT" CIMD_TLS_PORT="$CIMD_TLS_PORT" timeout 180 node "$TOOLS/oauth-client.mjs" "$mode" \
     >"$WORK/$mode.out" 2>"$WORK/$mode.err" || rc=$?
   if [ $rc -eq 0 ]; then
     echo "PASS oauth-$mode ($((SECONDS - t0))s)"; pass=$((pass + 1))
