@@ -111,13 +111,14 @@ const clientMetadata = {
   scope: "ctalk offline_access",
 };
 if (isCimd) {
-  clientMetadataUrl = `${tls ? "https" : "http"}://127.0.0.1:${cimdPort}/client.json`;
+  // a path of its own per run: the server caches documents by URL, and this run must see it fetch
+  clientMetadataUrl = `${tls ? "https" : "http"}://127.0.0.1:${cimdPort}/client-${suffix}.json`;
   // Like Claude Code's own document: a loopback redirect without a port (RFC 8252 §7.3);
   // the redirect actually used carries this script's random port.
   const doc = { ...clientMetadata, client_id: clientMetadataUrl, redirect_uris: ["http://127.0.0.1/callback"] };
   let fetched = 0;
   metadataSrv = await listen(cimdPort, (req, res) => {
-    if (new URL(req.url, "http://127.0.0.1").pathname !== "/client.json") { res.writeHead(404).end(); return; }
+    if (new URL(req.url, "http://127.0.0.1").pathname !== new URL(clientMetadataUrl).pathname) { res.writeHead(404).end(); return; }
     fetched++;
     res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(doc));
   }, tls ? { cert: readFileSync(process.env.CIMD_TLS_CERT), key: readFileSync(process.env.CIMD_TLS_KEY) } : undefined);
@@ -233,6 +234,8 @@ async function signIn(authorizationUrl) {
       if (page.url().startsWith(redirectUrl)) fail("a wrong password redirected to the client");
       if (shots) await page.screenshot({ path: join(shots, `signin-${mode}-wrong-password.png`), fullPage: true });
       log(`a wrong password shows: ${(await el.textContent()).trim()}`);
+      // so that an alert seen after the next submit is the next page's, not this one's
+      await page.evaluate(() => document.querySelectorAll('[role="alert"]').forEach((e) => e.remove()));
     }
     const got = new Promise((resolve) => { onCallback = resolve; });
     await page.fill("#org_id", org);
