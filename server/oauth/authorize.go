@@ -161,7 +161,7 @@ func (f *Face) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	csrf, fresh := f.csrfCookie(w, r)
 	view := signInView{Client: c.client, Redirect: c.RedirectURI, Hidden: a.hidden(), CSRF: csrf,
-		Offline: relay.HasScope(c.req.Scope, relay.ScopeOfflineAccess), Return: authorizePath + "?" + a.query()}
+		Return: authorizePath + "?" + a.query()}
 	if r.Method == http.MethodGet {
 		f.page.signIn(w, http.StatusOK, view)
 		return

@@ -31,7 +31,6 @@ type signInView struct {
 	Redirect string
 	Hidden   []field
 	CSRF     string
-	Offline  bool
 	OrgID    string
 	UserID   string
 	Alert    string
