@@ -172,6 +172,10 @@ type FetcherOptions struct {
 	// CacheEntries bounds the cache (default 1,000); the oldest entry goes
 	// first.
 	CacheEntries int
+	// MaxConcurrentFetches bounds the fetches of different URLs in flight
+	// at once (default 64); a Get that would start one more is refused at
+	// once and not remembered.
+	MaxConcurrentFetches int
 	// Allow lists origins ("http://127.0.0.1:8123") that may be fetched over
 	// plain http and at private addresses. For tests only; production
 	// leaves it empty (env CTALK_OAUTH_CLIENT_METADATA_ALLOW).
@@ -192,6 +196,7 @@ const (
 	DefaultCacheTTL       = 10 * time.Minute
 	DefaultFailureTTL     = 30 * time.Second
 	DefaultCacheEntries   = 1000
+	DefaultMaxFetches     = 64
 	MinCacheTTL           = time.Minute
 	MaxCacheTTL           = 24 * time.Hour
 	userAgent             = "ctalk-oauth-client-metadata-fetcher"
@@ -206,6 +211,7 @@ type Fetcher struct {
 	allowOrigin map[string]bool // "http://127.0.0.1:8123"
 	allowAddr   map[string]bool // "127.0.0.1:8123", as the transport dials it
 	now         func() time.Time
+	slots       chan struct{} // one per fetch in flight
 
 	mu       sync.Mutex
 	cache    map[string]*list.Element // of *cacheEntry
@@ -244,6 +250,9 @@ func NewFetcher(opts FetcherOptions) (*Fetcher, error) {
 	if opts.CacheEntries <= 0 {
 		opts.CacheEntries = DefaultCacheEntries
 	}
+	if opts.MaxConcurrentFetches <= 0 {
+		opts.MaxConcurrentFetches = DefaultMaxFetches
+	}
 	if opts.LookupNetIP == nil {
 		opts.LookupNetIP = net.DefaultResolver.LookupNetIP
 	}
@@ -252,6 +261,7 @@ func NewFetcher(opts FetcherOptions) (*Fetcher, error) {
 		allowOrigin: map[string]bool{},
 		allowAddr:   map[string]bool{},
 		now:         time.Now,
+		slots:       make(chan struct{}, opts.MaxConcurrentFetches),
 		cache:       map[string]*list.Element{},
 		order:       list.New(),
 		inflight:    map[string]*fetchCall{},
@@ -442,6 +452,12 @@ func (f *Fetcher) Get(ctx context.Context, clientID string) (Client, error) {
 	if ok {
 		call.waiters++
 	} else {
+		select {
+		case f.slots <- struct{}{}:
+		default:
+			f.mu.Unlock()
+			return Client{}, invalidClient("ctalk is fetching too many client metadata documents at once to fetch the one at %s; try again in a few seconds", clientID)
+		}
 		call = &fetchCall{done: make(chan struct{})}
 		f.inflight[clientID] = call
 		// The fetch belongs to every caller waiting for it, so it does not
@@ -463,6 +479,7 @@ func (f *Fetcher) Get(ctx context.Context, clientID string) (Client, error) {
 
 func (f *Fetcher) fetchAndStore(ctx context.Context, clientID string, u *url.URL, call *fetchCall) {
 	c, ttl, cerr := f.fetch(ctx, clientID, u)
+	<-f.slots
 	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -587,6 +587,39 @@ func TestFetchCollapsesConcurrentGets(t *testing.T) {
 	}
 }
 
+func TestFetchBoundsConcurrentFetches(t *testing.T) {
+	started := make(chan struct{}, 2)
+	release := make(chan struct{})
+	good := serveDoc(claudeLikeDoc(), nil)
+	s := newDocServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/a" {
+			started <- struct{}{}
+			<-release
+		}
+		good(w, r)
+	})
+	f, _ := newTestFetcher(t, FetcherOptions{Timeout: time.Minute, MaxConcurrentFetches: 1}, s)
+	first := make(chan error, 1)
+	go func() {
+		_, err := f.Get(context.Background(), s.URL+"/a")
+		first <- err
+	}()
+	<-started
+	_, err := f.Get(context.Background(), s.URL+"/b")
+	wantClientError(t, err, "invalid_client", "too many", s.URL+"/b")
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	// The refusal was not remembered, and the slot is free again.
+	if _, err := f.Get(context.Background(), s.URL+"/b"); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.hits.Load(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
+	}
+}
+
 func TestFetchCallerCancellation(t *testing.T) {
 	release := make(chan struct{})
 	good := serveDoc(claudeLikeDoc(), nil)
