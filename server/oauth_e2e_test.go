@@ -365,9 +365,23 @@ func TestOAuthRefusals(t *testing.T) {
 	docs.HandleFunc("GET /big.json", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"client_id":"`+bigURL+`","client_name":"`+strings.Repeat("x", 64<<10)+`","redirect_uris":["https://app.example/cb"]}`)
 	})
+	// Documents shaped like Claude's own (claude.ai's and Claude Code's),
+	// served here because the tests run offline.
+	var claudeAI, claudeCode string
+	docs.HandleFunc("GET /oauth/mcp-oauth-client-metadata", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"client_id":"`+claudeAI+`","client_name":"Claude","client_uri":"https://claude.ai",`+
+			`"redirect_uris":["https://claude.ai/api/mcp/auth_callback","https://claude.com/api/mcp/auth_callback"],`+
+			`"grant_types":["authorization_code","refresh_token"],"response_types":["code"],"token_endpoint_auth_method":"none"}`)
+	})
+	docs.HandleFunc("GET /oauth/claude-code-client-metadata", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"client_id":"`+claudeCode+`","client_name":"Claude Code",`+
+			`"redirect_uris":["http://localhost/callback","http://127.0.0.1/callback"],`+
+			`"grant_types":["authorization_code","refresh_token"],"response_types":["code"],"token_endpoint_auth_method":"none"}`)
+	})
 	meta := httptest.NewServer(docs)
 	t.Cleanup(meta.Close)
 	metaURL, bigURL = meta.URL+"/client.json", meta.URL+"/big.json"
+	claudeAI, claudeCode = meta.URL+"/oauth/mcp-oauth-client-metadata", meta.URL+"/oauth/claude-code-client-metadata"
 	private := httptest.NewServer(docs)
 	t.Cleanup(private.Close)
 
@@ -420,6 +434,26 @@ func TestOAuthRefusals(t *testing.T) {
 		// The metadata-document client works where it is allowed.
 		if p := e.authorizePage(t, authzParams(metaURL, "https://app.example/cb", ch)); p.status != http.StatusOK || !strings.Contains(p.body, "Metadata client") {
 			t.Errorf("allowed metadata document: %d, want the sign-in page naming Metadata client", p.status)
+		}
+
+		// Claude's clients: claude.ai's two callbacks, Claude Code's loopback
+		// callbacks on any port; nothing else.
+		for _, c := range []struct {
+			id, redirect string
+			ok           bool
+		}{
+			{claudeAI, "https://claude.ai/api/mcp/auth_callback", true},
+			{claudeAI, "https://claude.com/api/mcp/auth_callback", true},
+			{claudeAI, "https://claude.ai/api/mcp/auth_callback/../evil", false},
+			{claudeCode, "http://localhost:53682/callback", true},
+			{claudeCode, "http://127.0.0.1:61234/callback", true},
+			{claudeCode, "http://127.0.0.1:61234/other", false},
+			{claudeCode, "https://localhost:61234/callback", false},
+		} {
+			p := e.authorizePage(t, authzParams(c.id, c.redirect, ch))
+			if got := p.status == http.StatusOK; got != c.ok {
+				t.Errorf("%s with redirect %s: %d, want allowed=%v", c.id, c.redirect, p.status, c.ok)
+			}
 		}
 
 		// A post without the CSRF cookie's value is refused and stores nothing.
@@ -525,6 +559,17 @@ func TestOAuthRevocation(t *testing.T) {
 			t.Errorf("revoking it again: %q, want 'no connected client'", msg)
 		}
 
+		// change_password through one connection disconnects the others, not itself.
+		e2, e3 := connect(), connect()
+		callOK[relay.PasswordResult](t, connectTo(t, e.base+"/oauth/mcp", e2.Access, ""), "change_password",
+			args{"old_password": userPassword, "new_password": userPassword + "-1"})
+		refreshFails("the other connection after change_password", e3)
+		if status, _ := e.mcpStatus(t, e2.Access); status != http.StatusOK {
+			t.Errorf("the connection that changed the password: %d, want 200 (it stays connected)", status)
+		}
+		callOK[relay.PasswordResult](t, connectTo(t, e.base+"/oauth/mcp", e2.Access, ""), "change_password",
+			args{"old_password": userPassword + "-1", "new_password": userPassword})
+
 		open := connectTo(t, e.base+"/mcp", "", "")
 		callOK[map[string]any](t, open, "reset_user_password", args{"org_id": "acme", "admin_password": adminPassword,
 			"user_id": "umar", "new_password": userPassword + "-2"})
@@ -542,6 +587,17 @@ func TestOAuthRevocation(t *testing.T) {
 			t.Errorf("revoke: %d, want 200", status)
 		}
 		refreshFails("after /oauth/revoke", d)
+
+		// Deactivation disconnects everything.
+		f := func() tokens {
+			v, ch := pkce()
+			p := e.authorizePage(t, authzParams(clientID, redirect, ch))
+			resp := e.submit(t, p.form, "acme", "umar", userPassword+"-2", "allow")
+			loc, _ := url.Parse(resp.Header.Get("Location"))
+			return e.exchange(t, clientID, redirect, loc.Query().Get("code"), v)
+		}()
+		callOK[map[string]any](t, open, "deactivate_user", args{"org_id": "acme", "admin_password": adminPassword, "user_id": "umar"})
+		refreshFails("after deactivate_user", f)
 	})
 }
 
