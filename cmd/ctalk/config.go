@@ -15,15 +15,13 @@ import (
 
 // config is every setting, read from the environment once and validated.
 type config struct {
-	Port            int
-	DatabaseURL     string
-	SQLitePath      string
-	TokenTTL        time.Duration
-	AllowedOrigins  []string
-	// ClientMetadataAllow: origins whose OAuth client metadata may be
-	// fetched from private addresses (CTALK_OAUTH_CLIENT_METADATA_ALLOW; tests).
-	ClientMetadataAllow []string
-	ShutdownTimeout time.Duration
+	Port                int
+	DatabaseURL         string
+	SQLitePath          string
+	TokenTTL            time.Duration
+	AllowedOrigins      []string
+	ClientMetadataAllow []string // CTALK_OAUTH_CLIENT_METADATA_ALLOW (tests)
+	ShutdownTimeout     time.Duration
 	// PublicURL is where clients reach the relay (CTALK_PUBLIC_URL), "" if unset.
 	PublicURL string
 	// TrustedProxies and ClientIPHeader decide whose forwarding headers

@@ -30,10 +30,6 @@ func newRelay(store db.Store, cfg config, draining <-chan struct{}) *relay.Servi
 		MaxWaits: cfg.MaxWaits, MaxWaitsPerUser: cfg.MaxWaitsPerUser})
 }
 
-func newMCP(rules *relay.Service, logger *slog.Logger) *mcpserver.MCPServer {
-	return mcp.NewServer(nil, mcp.Options{Version: version, Logger: logger, Relay: rules})
-}
-
 func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
 	logger = server.RedactLogger(logger) // mcp-go's and the tools' lines too
 	store, err := openStore(ctx, cfg, logger)
@@ -50,8 +46,8 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
 	draining := make(chan struct{})
 	rules := newRelay(store, cfg, draining)
 	h := server.Handler(server.Config{
-		Store: store, MCP: newMCP(rules, logger), Relay: rules, ClientMetadataAllow: cfg.ClientMetadataAllow,
-		Logger: logger, Version: version,
+		Store: store, MCP: mcp.NewServer(nil, mcp.Options{Version: version, Logger: logger, Relay: rules}), Relay: rules,
+		ClientMetadataAllow: cfg.ClientMetadataAllow, Logger: logger, Version: version,
 		AllowedOrigins: cfg.AllowedOrigins, PublicURL: cfg.PublicURL,
 		TrustedProxies: cfg.TrustedProxies, ClientIPHeader: cfg.ClientIPHeader,
 		MaxConcurrentRequests: cfg.MaxConcurrentRequests, MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight,
@@ -79,7 +75,7 @@ func stdio(ctx context.Context, cfg config, logger *slog.Logger, stdin io.Reader
 		return err
 	}
 	defer store.Close()
-	s := mcpserver.NewStdioServer(newMCP(newRelay(store, cfg, nil), logger))
+	s := mcpserver.NewStdioServer(mcp.NewServer(nil, mcp.Options{Version: version, Logger: logger, Relay: newRelay(store, cfg, nil)}))
 	if err := s.Listen(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
