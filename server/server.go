@@ -48,6 +48,10 @@ type Config struct {
 	// waits included (default DefaultMaxConcurrentRequests); more get 503
 	// with Retry-After.
 	MaxConcurrentRequests int
+	// MaxRequestsPerAddress bounds the requests of one client address in
+	// flight at once (default DefaultMaxRequestsPerAddress, never above
+	// MaxConcurrentRequests); more get 503 with Retry-After.
+	MaxRequestsPerAddress int
 	// MaxSessions bounds the initialized sessions one replica remembers
 	// (default DefaultMaxSessions); beyond it the least recently used idle
 	// one is forgotten.
@@ -96,6 +100,9 @@ func handler(cfg Config) (http.Handler, *sessions) {
 	if cfg.MaxConcurrentRequests <= 0 {
 		cfg.MaxConcurrentRequests = DefaultMaxConcurrentRequests
 	}
+	if cfg.MaxRequestsPerAddress <= 0 {
+		cfg.MaxRequestsPerAddress = DefaultMaxRequestsPerAddress
+	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
@@ -132,7 +139,7 @@ func handler(cfg Config) (http.Handler, *sessions) {
 	mux.HandleFunc("GET /health", health(cfg.Store))
 	mux.HandleFunc("GET /{$}", index(cfg.Version, cfg.PublicURL))
 	tracked.mcp = streamable
-	g := newGate(cfg)
+	g := newGate(cfg, fwd.clientKey)
 	mcpChain := g.readBody(tracked.track(longWrite(streamable)))
 	mux.Handle("/mcp", checkOrigin(origins, g.admit(mcpChain)))
 	if cfg.Relay != nil {
@@ -149,7 +156,12 @@ func handler(cfg Config) (http.Handler, *sessions) {
 		face := oauth.New(oauth.Config{
 			Relay: cfg.Relay, BaseURL: base, ClientAddr: fwd.clientKey, Logger: cfg.Logger, Fetcher: fetcher,
 		})
-		face.Routes(mux)
+		// The sign-in endpoints are held to the same caps as /mcp.
+		pages := http.NewServeMux()
+		face.Routes(pages)
+		guarded := g.admit(g.readBody(pages))
+		mux.Handle("/oauth/", guarded)
+		mux.Handle("/.well-known/", guarded)
 		mux.Handle(oauth.MCPPath, checkOrigin(origins, g.admit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if resource, ok := face.Guard(w, r); ok {
 				mcpChain.ServeHTTP(w, r.WithContext(mcp.WithResource(r.Context(), resource)))
