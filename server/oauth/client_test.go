@@ -156,6 +156,25 @@ func TestIsMetadataURL(t *testing.T) {
 	}
 }
 
+func TestFetcherIsMetadataURLHonoursAllow(t *testing.T) {
+	f, _ := newTestFetcher(t, FetcherOptions{Allow: []string{"http://127.0.0.1:8123"}})
+	for id, want := range map[string]bool{
+		"http://127.0.0.1:8123/client.json":                   true,
+		"http://127.0.0.1:8124/client.json":                   false,
+		"http://127.0.0.1:8123":                               false,
+		"http://localhost:8123/client.json":                   false,
+		"https://claude.ai/oauth/claude-code-client-metadata": true,
+		"9f0c4a1e-dcr-client":                                 false,
+	} {
+		if got := f.IsMetadataURL(id); got != want {
+			t.Errorf("Fetcher.IsMetadataURL(%q) = %v, want %v", id, got, want)
+		}
+	}
+	if IsMetadataURL("http://127.0.0.1:8123/client.json") {
+		t.Error("the package's IsMetadataURL accepts http")
+	}
+}
+
 func TestFetchGoodDocument(t *testing.T) {
 	s := newDocServer(t, false, serveDoc(claudeLikeDoc(), nil))
 	f, _ := newTestFetcher(t, FetcherOptions{}, s)
