@@ -90,6 +90,15 @@ func IsMetadataURL(clientID string) bool {
 	return err == nil
 }
 
+// IsMetadataURL is the package's IsMetadataURL that also accepts http URLs
+// of the origins in FetcherOptions.Allow (tests serve documents that way).
+// A client_id for which it is true goes to Get; any other is a registered
+// (DCR) client's.
+func (f *Fetcher) IsMetadataURL(clientID string) bool {
+	_, err := parseClientIDURL(clientID, func(o string) bool { return f.allowOrigin[o] })
+	return err == nil
+}
+
 // parseClientIDURL checks clientID against the metadata document URL rules.
 // allowed, when not nil, says whether an http origin ("http://host:port") is
 // allowed to stand in for https (tests only).

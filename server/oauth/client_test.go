@@ -156,6 +156,25 @@ func TestIsMetadataURL(t *testing.T) {
 	}
 }
 
+func TestFetcherIsMetadataURLHonoursAllow(t *testing.T) {
+	f, _ := newTestFetcher(t, FetcherOptions{Allow: []string{"http://127.0.0.1:8123"}})
+	for id, want := range map[string]bool{
+		"http://127.0.0.1:8123/client.json":                   true,
+		"http://127.0.0.1:8124/client.json":                   false,
+		"http://127.0.0.1:8123":                               false,
+		"http://localhost:8123/client.json":                   false,
+		"https://claude.ai/oauth/claude-code-client-metadata": true,
+		"9f0c4a1e-dcr-client":                                 false,
+	} {
+		if got := f.IsMetadataURL(id); got != want {
+			t.Errorf("Fetcher.IsMetadataURL(%q) = %v, want %v", id, got, want)
+		}
+	}
+	if IsMetadataURL("http://127.0.0.1:8123/client.json") {
+		t.Error("the package's IsMetadataURL accepts http")
+	}
+}
+
 func TestFetchGoodDocument(t *testing.T) {
 	s := newDocServer(t, false, serveDoc(claudeLikeDoc(), nil))
 	f, _ := newTestFetcher(t, FetcherOptions{}, s)
@@ -284,7 +303,7 @@ func TestFetchTimesOut(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	})
-	t.Cleanup(func() { close(release) }) // runs before s.Close
+	t.Cleanup(func() { close(release) }) // registered after s.Close, so runs before it
 	f, _ := newTestFetcher(t, FetcherOptions{Timeout: 100 * time.Millisecond}, s)
 	_, err := f.Get(context.Background(), s.URL+"/client.json")
 	wantClientError(t, err, "invalid_client", "no complete answer within 100ms")
@@ -548,6 +567,8 @@ func TestFetchCollapsesConcurrentGets(t *testing.T) {
 		<-release
 		good(w, r)
 	})
+	releaseAll := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseAll) // registered after s.Close, so runs before it: a failed test does not hang
 	f, _ := newTestFetcher(t, FetcherOptions{Timeout: time.Minute}, s)
 	id := s.URL + "/client.json"
 	var wg sync.WaitGroup
@@ -569,12 +590,12 @@ func TestFetchCollapsesConcurrentGets(t *testing.T) {
 			break
 		}
 		if len(started) > 0 {
-			close(release)
+			releaseAll()
 			t.Fatal("a second request reached the server while the first was in flight")
 		}
 		runtime.Gosched()
 	}
-	close(release)
+	releaseAll()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -598,6 +619,8 @@ func TestFetchBoundsConcurrentFetches(t *testing.T) {
 		}
 		good(w, r)
 	})
+	releaseAll := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseAll) // registered after s.Close, so runs before it: a failed test does not hang
 	f, _ := newTestFetcher(t, FetcherOptions{Timeout: time.Minute, MaxConcurrentFetches: 1}, s)
 	first := make(chan error, 1)
 	go func() {
@@ -607,7 +630,7 @@ func TestFetchBoundsConcurrentFetches(t *testing.T) {
 	<-started
 	_, err := f.Get(context.Background(), s.URL+"/b")
 	wantClientError(t, err, "invalid_client", "too many", s.URL+"/b")
-	close(release)
+	releaseAll()
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
@@ -627,6 +650,8 @@ func TestFetchCallerCancellation(t *testing.T) {
 		<-release
 		good(w, r)
 	})
+	releaseAll := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseAll) // registered after s.Close, so runs before it: a failed test does not hang
 	f, _ := newTestFetcher(t, FetcherOptions{Timeout: time.Minute}, s)
 	id := s.URL + "/client.json"
 	ctx, cancel := context.WithCancel(context.Background())
@@ -635,7 +660,7 @@ func TestFetchCallerCancellation(t *testing.T) {
 		t.Fatalf("cancelled caller: err = %v, want context.Canceled", err)
 	}
 	// The fetch it started goes on, for the next caller and the cache.
-	close(release)
+	releaseAll()
 	if _, err := f.Get(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
