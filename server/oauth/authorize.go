@@ -73,7 +73,7 @@ func (f *Face) check(r *http.Request, a authzRequest) (checked, error) {
 		return c, &pageError{"The link that brought you here has no client_id. Go back to the app and connect again."}
 	}
 	var err error
-	if f.isMetadataURL(a.ClientID) {
+	if f.cfg.Fetcher.IsMetadataURL(a.ClientID) {
 		c.client, err = f.cfg.Fetcher.Get(r.Context(), a.ClientID)
 	} else {
 		c.client, err = f.registeredClient(r, a.ClientID)
@@ -115,12 +115,6 @@ func (f *Face) check(r *http.Request, a authzRequest) (checked, error) {
 		Resource: resource, Scope: scope,
 	}
 	return c, nil
-}
-
-// isMetadataURL is IsMetadataURL, with the http origins a test allowed.
-func (f *Face) isMetadataURL(id string) bool {
-	_, err := parseClientIDURL(id, func(origin string) bool { return f.cfg.Fetcher.allowOrigin[origin] })
-	return err == nil
 }
 
 func (f *Face) registeredClient(r *http.Request, id string) (Client, error) {
