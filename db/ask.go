@@ -8,6 +8,10 @@ type AskParams struct {
 	ToUserID  string
 	Question  string
 	At        time.Time
+	// Resource is the resource indicator the call came through: the token
+	// must have been issued for it (nil: a login-tool token, which has none).
+	// A token for another resource is AskBadToken.
+	Resource *string
 }
 
 // AskStatus says whether a question was stored, or which check refused it first.
@@ -17,7 +21,8 @@ type AskStatus int
 const (
 	// Asked: the question is stored and its recipient's waiters will be woken.
 	Asked AskStatus = iota
-	// AskBadToken: no live token with that hash, or its user is deactivated.
+	// AskBadToken: no live token with that hash for the resource, or its
+	// user is deactivated.
 	AskBadToken
 	// AskSelf: the token's owner is the recipient.
 	AskSelf

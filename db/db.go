@@ -57,6 +57,12 @@ type Token struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	RevokedAt *time.Time
+	// GrantID, Resource and Scope are set on OAuth access tokens: the grant
+	// (connected client) that issued the token, the resource indicator it is
+	// for and its space-separated scopes. All nil on tokens from the login tool.
+	GrantID  *string
+	Resource *string
+	Scope    *string
 }
 
 // Message is a question from one user to another in the same organization, with
@@ -144,8 +150,13 @@ type Queries interface {
 	// GetTokenUser returns a token and its user in one query.
 	GetTokenUser(ctx context.Context, hash []byte) (Token, User, error)
 	RevokeToken(ctx context.Context, hash []byte, at time.Time) error
-	// RevokeUserTokens revokes every live token of a user except keep (which may be nil).
+	// RevokeUserTokens revokes every live access token of a user except keep
+	// (which may be nil), and every live OAuth grant of the user except keep's
+	// grant if keep has one, marking the revoked grants' refresh tokens used.
+	// It returns how many access tokens it revoked.
 	RevokeUserTokens(ctx context.Context, orgID, userID string, keep []byte, at time.Time) (int64, error)
+
+	OAuthQueries
 
 	CreateMessage(ctx context.Context, m Message) error
 	// AskPerson stores a question from a token's owner to another user of

@@ -31,7 +31,8 @@ import (
 // with the data. (SQLite plans name the tools' aliases m and u.)
 var planTables = map[string]bool{
 	"messages": true, "users": true, "auth_tokens": true, "organizations": true, "login_throttle": true,
-	"m": true, "u": true,
+	"oauth_clients": true, "oauth_grants": true, "oauth_codes": true, "oauth_refresh_tokens": true,
+	"m": true, "u": true, "t": true, "g": true,
 }
 
 // planQuery is one generated query: its name, SQL, and the names of the
@@ -127,6 +128,10 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 			return "o0001"
 		case strings.Contains(query, "Message") || query == "SaveDraft":
 			return int64(1234)
+		case strings.Contains(query, "OAuthClient"):
+			return "c7"
+		case strings.Contains(query, "OAuthGrant"):
+			return "o0001/u7"
 		}
 		return "u7"
 	case "fromuserid":
@@ -147,13 +152,16 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 		return int64(0)
 	case "maxrows":
 		return 21
-	case "tokenhash", "keeptokenhash":
+	case "tokenhash", "keeptokenhash", "codehash":
 		return make([]byte, 32)
+	case "grantid":
+		return "o0001/u7"
 	case "since", "before", "revokedat", "deactivatedat", "answeredat", "draftupdatedat", "createdat", "expiresat",
-		"askedat", "lockeduntil", "updatedat", "unlocked":
+		"askedat", "lockeduntil", "updatedat", "unlocked", "usedat", "lastusedat":
 		return now
 	case "draft", "drafttext", "answertext", "notes", "profilenotes", "passwordhash", "question", "name", "ownership",
-		"adminpasswordhash", "accountkey", "addrkey", "key":
+		"adminpasswordhash", "accountkey", "addrkey", "key", "resource", "scope", "clientid", "clientname",
+		"redirecturis", "redirecturi", "codechallenge":
 		return "x"
 	}
 	t.Fatalf("%s: no plan value for argument %s: add one to planArg", query, arg)
@@ -162,7 +170,9 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 
 // Bulk data: 2,000 organizations of 10 users with a token each, 5,000
 // throttle rows, and 100,000 messages in the first ten organizations (10%
-// unanswered), counters consistent. Postgres gets ANALYZE, as autovacuum
+// unanswered), counters consistent; an OAuth grant per user (one in ten
+// revoked) with an access token, a code and a refresh token each, and 5,000
+// registered clients. Postgres gets ANALYZE, as autovacuum
 // would. SQLite, like production, has no statistics (no ANALYZE), so its
 // plans depend on the schema alone and a tenth of the data shows them.
 var (
@@ -183,6 +193,19 @@ var (
 		        CASE WHEN id % 10 <> 0 THEN 10000 + id END
 		 FROM (SELECT 'o' || lpad((1 + (g - 1) / 10000)::text, 4, '0') AS org, 1 + (g - 1) % 10000 AS id, g % 10 AS t
 		       FROM generate_series(1, 100000) g) s`,
+		`INSERT INTO oauth_clients (id, name, redirect_uris, created_at)
+		 SELECT 'c' || g, 'Client ' || g, '["http://127.0.0.1/cb"]', now() FROM generate_series(1, 5000) g`,
+		`INSERT INTO oauth_grants (id, org_id, user_id, client_id, client_name, resource, scope, created_at, revoked_at)
+		 SELECT org_id || '/' || id, org_id, id, 'c1', 'Client 1', 'x', 'ctalk', now(),
+		        CASE WHEN id = 'u9' THEN now() - interval '1 day' END FROM users`,
+		`INSERT INTO auth_tokens (token_hash, org_id, user_id, created_at, expires_at, grant_id, resource, scope)
+		 SELECT sha256(convert_to('oauth/' || id, 'UTF8')), org_id, user_id, now(), now() + interval '1 hour', id, 'x', 'ctalk'
+		 FROM oauth_grants`,
+		`INSERT INTO oauth_codes (code_hash, grant_id, redirect_uri, code_challenge, created_at, expires_at)
+		 SELECT sha256(convert_to('code/' || id, 'UTF8')), id, 'http://127.0.0.1/cb', 'x', now(), now() + interval '1 minute'
+		 FROM oauth_grants`,
+		`INSERT INTO oauth_refresh_tokens (token_hash, grant_id, created_at, expires_at)
+		 SELECT sha256(convert_to('refresh/' || id, 'UTF8')), id, now(), now() + interval '30 days' FROM oauth_grants`,
 		`ANALYZE`,
 	}
 	sqliteBulk = []string{
@@ -205,6 +228,20 @@ var (
 		        CASE WHEN id % 10 <> 0 THEN '2026-03-01T09:00:00.000000Z' END,
 		        CASE WHEN id % 10 <> 0 THEN 1000 + id END
 		 FROM (SELECT printf('o%04d', 1 + (i - 1) / 1000) AS org, 1 + (i - 1) % 1000 AS id, i % 10 AS t FROM g)`,
+		`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 500)
+		 INSERT INTO oauth_clients (id, name, redirect_uris, created_at)
+		 SELECT 'c' || i, 'Client ' || i, '["http://127.0.0.1/cb"]', '2026-03-01T09:00:00.000000Z' FROM g`,
+		`INSERT INTO oauth_grants (id, org_id, user_id, client_id, client_name, resource, scope, created_at, revoked_at)
+		 SELECT org_id || '/' || id, org_id, id, 'c1', 'Client 1', 'x', 'ctalk', '2026-03-01T09:00:00.000000Z',
+		        CASE WHEN id = 'u9' THEN '2026-02-28T09:00:00.000000Z' END FROM users`,
+		`INSERT INTO auth_tokens (token_hash, org_id, user_id, created_at, expires_at, grant_id, resource, scope)
+		 SELECT randomblob(32), org_id, user_id, '2026-03-01T09:00:00.000000Z', '2026-03-01T10:00:00.000000Z', id, 'x', 'ctalk'
+		 FROM oauth_grants`,
+		`INSERT INTO oauth_codes (code_hash, grant_id, redirect_uri, code_challenge, created_at, expires_at)
+		 SELECT randomblob(32), id, 'http://127.0.0.1/cb', 'x', '2026-03-01T09:00:00.000000Z', '2026-03-01T09:01:00.000000Z'
+		 FROM oauth_grants`,
+		`INSERT INTO oauth_refresh_tokens (token_hash, grant_id, created_at, expires_at)
+		 SELECT randomblob(32), id, '2026-03-01T09:00:00.000000Z', '2026-03-31T09:00:00.000000Z' FROM oauth_grants`,
 	}
 )
 

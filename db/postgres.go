@@ -149,6 +149,7 @@ func (a pgQueries) UpdateUserProfileNotes(ctx context.Context, orgID, id, notes 
 func (a pgQueries) CreateToken(ctx context.Context, t Token) error {
 	return pgError(a.q.CreateToken(ctx, pgdb.CreateTokenParams{
 		TokenHash: t.TokenHash, OrgID: t.OrgID, UserID: t.UserID, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
+		GrantID: t.GrantID, Resource: t.Resource, Scope: t.Scope,
 	}))
 }
 
@@ -162,6 +163,9 @@ func (a pgQueries) RevokeToken(ctx context.Context, hash []byte, at time.Time) e
 }
 
 func (a pgQueries) RevokeUserTokens(ctx context.Context, orgID, userID string, keep []byte, at time.Time) (int64, error) {
+	if err := a.revokeUserGrants(ctx, orgID, userID, keep, at); err != nil {
+		return 0, err
+	}
 	n, err := a.q.RevokeUserTokens(ctx, pgdb.RevokeUserTokensParams{
 		OrgID: orgID, UserID: userID, KeepTokenHash: nonNil(keep), RevokedAt: &at,
 	})
@@ -177,7 +181,7 @@ func (a pgQueries) CreateMessage(ctx context.Context, m Message) error {
 
 func (a pgQueries) AskPerson(ctx context.Context, p AskParams) (AskOutcome, error) {
 	// The statement notifies on pgEventChannel with NotifyEvent's payload.
-	r, err := a.q.AskPerson(ctx, pgdb.AskPersonParams{TokenHash: p.TokenHash, AskedAt: p.At, ToUserID: p.ToUserID, Question: p.Question})
+	r, err := a.q.AskPerson(ctx, pgdb.AskPersonParams{TokenHash: p.TokenHash, AskedAt: p.At, ToUserID: p.ToUserID, Question: p.Question, Resource: p.Resource})
 	if err != nil {
 		return AskOutcome{}, pgError(err)
 	}

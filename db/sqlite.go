@@ -238,6 +238,7 @@ func (a sqliteQueries) UpdateUserProfileNotes(ctx context.Context, orgID, id, no
 func (a sqliteQueries) CreateToken(ctx context.Context, t Token) error {
 	return sqliteError(a.q.CreateToken(ctx, sqlitedb.CreateTokenParams{
 		TokenHash: t.TokenHash, OrgID: t.OrgID, UserID: t.UserID, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
+		GrantID: t.GrantID, Resource: t.Resource, Scope: t.Scope,
 	}))
 }
 
@@ -251,6 +252,9 @@ func (a sqliteQueries) RevokeToken(ctx context.Context, hash []byte, at time.Tim
 }
 
 func (a sqliteQueries) RevokeUserTokens(ctx context.Context, orgID, userID string, keep []byte, at time.Time) (int64, error) {
+	if err := a.revokeUserGrants(ctx, orgID, userID, keep, at); err != nil {
+		return 0, err
+	}
 	n, err := a.q.RevokeUserTokens(ctx, sqlitedb.RevokeUserTokensParams{
 		OrgID: orgID, UserID: userID, KeepTokenHash: nonNil(keep), RevokedAt: &at,
 	})
@@ -269,7 +273,7 @@ func (a sqliteQueries) CreateMessage(ctx context.Context, m Message) error {
 // transaction it runs in already excludes every other writer. (One
 // INSERT … SELECT making every check measured slower than this.)
 func (a sqliteQueries) AskPerson(ctx context.Context, p AskParams) (AskOutcome, error) {
-	r, err := a.ask.AskCheck(ctx, sqlitedb.AskCheckParams{ToUserID: p.ToUserID, TokenHash: p.TokenHash})
+	r, err := a.ask.AskCheck(ctx, sqlitedb.AskCheckParams{ToUserID: p.ToUserID, TokenHash: p.TokenHash, Resource: p.Resource})
 	if err = sqliteError(err); errors.Is(err, ErrNotFound) {
 		return AskOutcome{Status: AskBadToken}, nil
 	} else if err != nil {

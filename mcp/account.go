@@ -82,3 +82,32 @@ func (t *tools) updateMyNotes() tool {
 		annotations("Update my notes", false, true, true, false),
 	)
 }
+
+func (t *tools) listConnectedClients() tool {
+	return declare(t, "list_connected_clients", func(ctx context.Context, a authArgs) (relay.ConnectedClients, error) {
+		return t.relay.ListConnectedClients(ctx, credentials(ctx, a.AuthToken))
+	},
+		mcpgo.WithDescription("List the apps you connected to ctalk through OAuth sign-in (claude.ai, Claude Desktop, "+
+			"the mobile apps, Claude Code), with when each connected."),
+		argAuthToken,
+		annotations("List connected clients", true, false, true, false),
+	)
+}
+
+type revokeConnectedClientArgs struct {
+	AuthToken string `json:"auth_token,omitempty"`
+	ID        string `json:"id"`
+}
+
+func (t *tools) revokeConnectedClient() tool {
+	return declare(t, "revoke_connected_client", func(ctx context.Context, a revokeConnectedClientArgs) (relay.RevokeResult, error) {
+		return t.relay.RevokeConnectedClient(ctx, credentials(ctx, a.AuthToken), a.ID)
+	},
+		mcpgo.WithDescription("Disconnect an app you connected through OAuth sign-in: its tokens stop working at once "+
+			"and it must sign in again."),
+		argAuthToken,
+		mcpgo.WithString("id", mcpgo.Required(), mcpgo.Description("The connection's id, from list_connected_clients."),
+			mcpgo.MaxLength(relay.MaxIDLen)),
+		annotations("Disconnect a client", false, true, true, false),
+	)
+}

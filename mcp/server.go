@@ -42,6 +42,10 @@ type Options struct {
 	// MaxWaits and MaxWaitsPerUser cap open wait_for_messages calls in this
 	// process and per user (0: relay's defaults).
 	MaxWaits, MaxWaitsPerUser int
+	// Relay, when set, is the rules to use (shared with the other faces, so
+	// they share one password queue and throttle); TokenTTL,
+	// HashConcurrency, Now, Draining and the wait caps are then its own.
+	Relay *relay.Service
 }
 
 // DefaultTokenTTL is how long a login token lasts unless configured.
@@ -75,10 +79,13 @@ func newTools(store db.Store, opts Options) *tools {
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
-	t.relay = relay.New(store, relay.Options{
-		TokenTTL: opts.TokenTTL, HashConcurrency: opts.HashConcurrency, Now: opts.Now, Draining: opts.Draining,
-		MaxWaits: opts.MaxWaits, MaxWaitsPerUser: opts.MaxWaitsPerUser,
-	})
+	t.relay = opts.Relay
+	if t.relay == nil {
+		t.relay = relay.New(store, relay.Options{
+			TokenTTL: opts.TokenTTL, HashConcurrency: opts.HashConcurrency, Now: opts.Now, Draining: opts.Draining,
+			MaxWaits: opts.MaxWaits, MaxWaitsPerUser: opts.MaxWaitsPerUser,
+		})
+	}
 	return t
 }
 
@@ -89,7 +96,7 @@ func (t *tools) all() []tool {
 		t.listUsers(), t.getUserProfile(), t.updateMyNotes(), t.updateUserProfileNotes(),
 		t.askPerson(), t.checkInbox(), t.proposeResponse(), t.sendResponse(), t.checkReplies(),
 		t.logout(), t.changePassword(), t.resetUserPassword(), t.deactivateUser(), t.reactivateUser(),
-		t.waitForMessages(),
+		t.waitForMessages(), t.listConnectedClients(), t.revokeConnectedClient(),
 	}
 }
 
@@ -120,5 +127,15 @@ func WithClientAddr(ctx context.Context, addr string) context.Context {
 // auth_token argument. The rules decide between them.
 func credentials(ctx context.Context, authToken string) relay.Credentials {
 	bearer, _ := ctx.Value(bearerKey{}).(string)
-	return relay.Credentials{Bearer: bearer, Token: authToken}
+	resource, _ := ctx.Value(resourceKey{}).(string)
+	return relay.Credentials{Bearer: bearer, Token: authToken, Resource: resource}
+}
+
+type resourceKey struct{}
+
+// WithResource returns a context for a call that came to the protected
+// resource named (an OAuth resource indicator): only access tokens issued
+// for it authenticate there, and login tokens only where it is unset.
+func WithResource(ctx context.Context, resource string) context.Context {
+	return context.WithValue(ctx, resourceKey{}, resource)
 }

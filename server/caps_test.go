@@ -222,3 +222,53 @@ func registerAndLogin(t *testing.T, srvURL string) string {
 	}
 	return out.AuthToken
 }
+
+// TestRequestsPerAddressCap: one address cannot hold more than its share
+// of the request slots; another address is still served meanwhile.
+func TestRequestsPerAddressCap(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}, 16), make(chan struct{})
+	loopback, _ := ParseTrustedProxies("127.0.0.1, ::1")
+	srv := httptest.NewServer(Handler(Config{Store: sqliteStore(t), MCP: blockingServer(started, release),
+		MaxConcurrentRequests: 8, MaxRequestsPerAddress: 2, TrustedProxies: loopback}))
+	t.Cleanup(srv.Close)
+	from := func(addr string) http.Header {
+		h := mcpHeader()
+		h.Set("X-Forwarded-For", addr)
+		return h
+	}
+	held := make(chan int, 2)
+	for range 2 {
+		go func() {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/mcp", strings.NewReader(blockCall(1)))
+			req.Header = from("203.0.113.7")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				held <- 0
+				return
+			}
+			resp.Body.Close()
+			held <- resp.StatusCode
+		}()
+	}
+	<-started
+	<-started
+	resp, body := do(t, http.MethodPost, srv.URL+"/mcp", toolsListBody, from("203.0.113.7"))
+	checkBusy(t, "a third request from an address holding two", resp, body)
+	if !strings.Contains(string(body), "from your address") {
+		t.Errorf("refusal %s does not say it is about the address", body)
+	}
+	// Another address is served meanwhile.
+	if resp, body := do(t, http.MethodPost, srv.URL+"/mcp", toolsListBody, from("198.51.100.9")); resp.StatusCode != http.StatusOK {
+		t.Errorf("a request from another address = %d %s, want 200", resp.StatusCode, body)
+	}
+	close(release)
+	for range 2 {
+		if status := <-held; status != http.StatusOK {
+			t.Errorf("held request = %d, want 200", status)
+		}
+	}
+	if resp, body := do(t, http.MethodPost, srv.URL+"/mcp", toolsListBody, from("203.0.113.7")); resp.StatusCode != http.StatusOK {
+		t.Errorf("a request from the address once its requests ended = %d %s, want 200", resp.StatusCode, body)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -31,6 +32,12 @@ const (
 	// session with the largest clientInfo accepted costs about 17 KiB of
 	// heap, so 500 of them about 9 MiB.
 	DefaultMaxSessions = 500
+	// DefaultMaxRequestsPerAddress bounds the requests one client address
+	// (one host, or one IPv6 /64) has in flight at once, so one stranger
+	// cannot take every slot and what a flood from one address makes ctalk
+	// hold stays an eighth of the whole. A team behind one NAT, each
+	// agent with a wait open, still fits hundreds of people.
+	DefaultMaxRequestsPerAddress = DefaultMaxConcurrentRequests / 8
 )
 
 // What mcp-go keeps of an initialize for the session's life, each bounded:
@@ -40,23 +47,51 @@ const (
 	maxCapabilitiesBytes = 8 << 10
 )
 
-// gate admits /mcp requests within the caps: a counting semaphore for
-// requests, and a byte budget for their bodies, both refusing at once
-// (503, Retry-After) rather than queueing, since a queue is memory too.
+// gate admits requests within the caps: a counting semaphore for requests,
+// a share of it per client address, and a byte budget for their bodies,
+// all refusing at once (503, Retry-After) rather than queueing, since a
+// queue is memory too.
 type gate struct {
 	maxBody  int64 // one body
 	budget   int64 // all bodies held at once
 	inFlight atomic.Int64
 	slots    chan struct{}
+
+	key     func(*http.Request) string // the client address key (proxies.clientKey)
+	perAddr int
+	mu      sync.Mutex
+	addrs   map[string]int // requests in flight per address key
 }
 
-func newGate(cfg Config) *gate {
+func newGate(cfg Config, key func(*http.Request) string) *gate {
 	return &gate{
 		maxBody: cfg.MaxBodyBytes,
 		// A body of the largest allowed size always fits an idle server.
-		budget: max(cfg.MaxBodyBytesInFlight, cfg.MaxBodyBytes+1),
-		slots:  make(chan struct{}, cfg.MaxConcurrentRequests),
+		budget:  max(cfg.MaxBodyBytesInFlight, cfg.MaxBodyBytes+1),
+		slots:   make(chan struct{}, cfg.MaxConcurrentRequests),
+		key:     key,
+		perAddr: min(cfg.MaxRequestsPerAddress, cfg.MaxConcurrentRequests),
+		addrs:   map[string]int{},
 	}
+}
+
+// enter counts a request of key in flight, if its address has room.
+func (g *gate) enter(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.addrs[key] >= g.perAddr {
+		return false
+	}
+	g.addrs[key]++
+	return true
+}
+
+func (g *gate) leave(key string) {
+	g.mu.Lock()
+	if g.addrs[key]--; g.addrs[key] <= 0 {
+		delete(g.addrs, key)
+	}
+	g.mu.Unlock()
 }
 
 // busy answers that the server is full and when to retry.
@@ -66,9 +101,16 @@ func busy(w http.ResponseWriter, what string) {
 		"server is busy ("+what+"): retry in 1 s"))
 }
 
-// admit serves at most cap(slots) /mcp requests at once.
+// admit serves at most cap(slots) requests at once, and at most perAddr
+// of them from one client address.
 func (g *gate) admit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := g.key(r)
+		if !g.enter(key) {
+			busy(w, "too many requests from your address at once")
+			return
+		}
+		defer g.leave(key)
 		select {
 		case g.slots <- struct{}{}:
 			defer func() { <-g.slots }()

@@ -28,8 +28,20 @@ func RedactLogger(log *slog.Logger) *slog.Logger {
 
 func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
 
+// clientFaults are lines mcp-go logs at ERROR about what a client sent
+// wrong (a response that answers no request of ours: any stranger can post
+// one). The client gets its error; the log keeps them at DEBUG, so a flood
+// of them cannot bury, or page anyone about, real errors.
+var clientFaults = map[string]bool{"Failed to handle sampling response": true}
+
 func (h redactHandler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, scrub(r.Message), r.PC)
+	level := r.Level
+	if level >= slog.LevelError && clientFaults[r.Message] {
+		if level = slog.LevelDebug; !h.next.Enabled(ctx, level) {
+			return nil
+		}
+	}
+	out := slog.NewRecord(r.Time, level, scrub(r.Message), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
 		if a, ok := redactAttr(a); ok {
 			out.AddAttrs(a)

@@ -38,6 +38,12 @@ func TestLogsOmitHeaderValues(t *testing.T) {
 				t.Errorf("log lacks %q; the test no longer reaches the lines that used to leak:\n%s", want, out)
 			}
 		}
+		// A stranger's stray response is the client's fault, not ctalk's: DEBUG, not ERROR.
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, "Failed to handle sampling response") && !strings.Contains(line, "level=DEBUG") {
+				t.Errorf("a client's stray response is logged above DEBUG: %s", line)
+			}
+		}
 		for _, secret := range []string{chosen, minted, token, strings.TrimPrefix(minted, "mcp-session-"), "0badc0de", "Bearer"} {
 			if strings.Contains(out, secret) {
 				t.Errorf("log contains %q; it must hold no header values:\n%s", secret, out)

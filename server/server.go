@@ -20,7 +20,9 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/internal/relay"
 	"github.com/ctalk/ctalk/mcp"
+	"github.com/ctalk/ctalk/server/oauth"
 )
 
 // DefaultMaxBodyBytes bounds one /mcp request body.
@@ -46,6 +48,10 @@ type Config struct {
 	// waits included (default DefaultMaxConcurrentRequests); more get 503
 	// with Retry-After.
 	MaxConcurrentRequests int
+	// MaxRequestsPerAddress bounds the requests of one client address in
+	// flight at once (default DefaultMaxRequestsPerAddress, never above
+	// MaxConcurrentRequests); more get 503 with Retry-After.
+	MaxRequestsPerAddress int
 	// MaxSessions bounds the initialized sessions one replica remembers
 	// (default DefaultMaxSessions); beyond it the least recently used idle
 	// one is forgotten.
@@ -63,6 +69,14 @@ type Config struct {
 	// client's address (Fly-Client-IP on Fly.io); from a trusted proxy it
 	// wins over X-Forwarded-For. Ignored from anyone else.
 	ClientIPHeader string
+	// Relay is the rules the MCP server was built on. When set, ctalk is
+	// also an OAuth 2.1 authorization server, and /oauth/mcp serves the
+	// same tools to clients that signed in with it.
+	Relay *relay.Service
+	// ClientMetadataAllow lists origins (http://127.0.0.1:PORT) whose
+	// Client ID Metadata Documents may be fetched over plain HTTP from a
+	// private address. Tests only; empty in production.
+	ClientMetadataAllow []string
 }
 
 // Handler returns the HTTP handler for every route.
@@ -85,6 +99,9 @@ func handler(cfg Config) (http.Handler, *sessions) {
 	}
 	if cfg.MaxConcurrentRequests <= 0 {
 		cfg.MaxConcurrentRequests = DefaultMaxConcurrentRequests
+	}
+	if cfg.MaxRequestsPerAddress <= 0 {
+		cfg.MaxRequestsPerAddress = DefaultMaxRequestsPerAddress
 	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
@@ -122,8 +139,35 @@ func handler(cfg Config) (http.Handler, *sessions) {
 	mux.HandleFunc("GET /health", health(cfg.Store))
 	mux.HandleFunc("GET /{$}", index(cfg.Version, cfg.PublicURL))
 	tracked.mcp = streamable
-	g := newGate(cfg)
-	mux.Handle("/mcp", checkOrigin(origins, g.admit(g.readBody(tracked.track(longWrite(streamable))))))
+	g := newGate(cfg, fwd.clientKey)
+	mcpChain := g.readBody(tracked.track(longWrite(streamable)))
+	mux.Handle("/mcp", checkOrigin(origins, g.admit(mcpChain)))
+	if cfg.Relay != nil {
+		base := func(r *http.Request) string {
+			if cfg.PublicURL != "" {
+				return cfg.PublicURL
+			}
+			return guessBaseURL(r)
+		}
+		fetcher, err := oauth.NewFetcher(oauth.FetcherOptions{Allow: cfg.ClientMetadataAllow})
+		if err != nil { // cmd checked the origins: a programming error
+			panic("ClientMetadataAllow: " + err.Error())
+		}
+		face := oauth.New(oauth.Config{
+			Relay: cfg.Relay, BaseURL: base, ClientAddr: fwd.clientKey, Logger: cfg.Logger, Fetcher: fetcher,
+		})
+		// The sign-in endpoints are held to the same caps as /mcp.
+		pages := http.NewServeMux()
+		face.Routes(pages)
+		guarded := g.admit(g.readBody(pages))
+		mux.Handle("/oauth/", guarded)
+		mux.Handle("/.well-known/", guarded)
+		mux.Handle(oauth.MCPPath, checkOrigin(origins, g.admit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if resource, ok := face.Guard(w, r); ok {
+				mcpChain.ServeHTTP(w, r.WithContext(mcp.WithResource(r.Context(), resource)))
+			}
+		}))))
+	}
 	return logRequests(cfg.Logger, mux), tracked
 }
 

@@ -15,12 +15,13 @@ import (
 
 // config is every setting, read from the environment once and validated.
 type config struct {
-	Port            int
-	DatabaseURL     string
-	SQLitePath      string
-	TokenTTL        time.Duration
-	AllowedOrigins  []string
-	ShutdownTimeout time.Duration
+	Port                int
+	DatabaseURL         string
+	SQLitePath          string
+	TokenTTL            time.Duration
+	AllowedOrigins      []string
+	ClientMetadataAllow []string // CTALK_OAUTH_CLIENT_METADATA_ALLOW (tests)
+	ShutdownTimeout     time.Duration
 	// PublicURL is where clients reach the relay (CTALK_PUBLIC_URL), "" if unset.
 	PublicURL string
 	// TrustedProxies and ClientIPHeader decide whose forwarding headers
@@ -66,6 +67,9 @@ const envHelp = `Environment:
   CTALK_MAX_WAITS         open wait_for_messages calls per process (default 2000)
   CTALK_MAX_WAITS_PER_USER
                           open wait_for_messages calls per user (default 8)
+  CTALK_OAUTH_CLIENT_METADATA_ALLOW
+                          origins whose OAuth client metadata may be fetched over http from a
+                          private address (tests only; default: none)
 `
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -102,15 +106,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.ShutdownTimeout, err = duration(getenv, "CTALK_SHUTDOWN_TIMEOUT", c.ShutdownTimeout, 0); err != nil {
 		return c, err
 	}
-	for _, o := range strings.Split(getenv("CTALK_ALLOWED_ORIGINS"), ",") {
-		if o = strings.TrimSpace(o); o == "" {
-			continue
-		}
-		u, err := url.Parse(o)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-			return c, fmt.Errorf("CTALK_ALLOWED_ORIGINS: %q is not an origin: use scheme://host[:port], e.g. https://app.example.com", o)
-		}
-		c.AllowedOrigins = append(c.AllowedOrigins, o)
+	if c.AllowedOrigins, err = origins(getenv, "CTALK_ALLOWED_ORIGINS"); err != nil {
+		return c, err
+	}
+	if c.ClientMetadataAllow, err = origins(getenv, "CTALK_OAUTH_CLIENT_METADATA_ALLOW"); err != nil {
+		return c, err
 	}
 	if err := c.loadFront(getenv); err != nil {
 		return c, err
@@ -127,11 +127,31 @@ var hostPresets = []struct{ env, preset, header string }{
 	{"FLY_APP_NAME", "fly", "Fly-Client-IP"},
 }
 
+// origins reads a comma-separated list of origins.
+func origins(getenv func(string) string, name string) ([]string, error) {
+	var out []string
+	for _, o := range strings.Split(getenv(name), ",") {
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return nil, fmt.Errorf("%s: %q is not an origin: use scheme://host[:port], e.g. https://app.example.com", name, o)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
 // loadFront reads the settings of the HTTP front: the public URL, trusted
 // proxies and the caps on what it holds at once.
 func (c *config) loadFront(getenv func(string) string) error {
 	var err error
-	if v := strings.TrimSpace(getenv("CTALK_PUBLIC_URL")); v != "" {
+	v := strings.TrimSpace(getenv("CTALK_PUBLIC_URL"))
+	if d := strings.TrimSpace(getenv("RAILWAY_PUBLIC_DOMAIN")); v == "" && d != "" {
+		v = "https://" + d // Railway names the service's public domain
+	}
+	if v != "" {
 		if c.PublicURL, err = server.ParsePublicURL(v); err != nil {
 			return fmt.Errorf("CTALK_PUBLIC_URL: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/internal/relay"
 	"github.com/ctalk/ctalk/mcp"
 	"github.com/ctalk/ctalk/server"
 )
@@ -23,8 +24,9 @@ func openStore(ctx context.Context, cfg config, logger *slog.Logger) (db.Store, 
 	return db.Open(ctx, dc)
 }
 
-func newMCP(store db.Store, cfg config, logger *slog.Logger, draining <-chan struct{}) *mcpserver.MCPServer {
-	return mcp.NewServer(store, mcp.Options{Version: version, TokenTTL: cfg.TokenTTL, Logger: logger, Draining: draining,
+// newRelay returns the rules every face of one process shares.
+func newRelay(store db.Store, cfg config, draining <-chan struct{}) *relay.Service {
+	return relay.New(store, relay.Options{TokenTTL: cfg.TokenTTL, Draining: draining,
 		MaxWaits: cfg.MaxWaits, MaxWaitsPerUser: cfg.MaxWaitsPerUser})
 }
 
@@ -42,8 +44,10 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return fmt.Errorf("listen on port %d: %w", cfg.Port, err)
 	}
 	draining := make(chan struct{})
+	rules := newRelay(store, cfg, draining)
 	h := server.Handler(server.Config{
-		Store: store, MCP: newMCP(store, cfg, logger, draining), Logger: logger, Version: version,
+		Store: store, MCP: mcp.NewServer(nil, mcp.Options{Version: version, Logger: logger, Relay: rules}), Relay: rules,
+		ClientMetadataAllow: cfg.ClientMetadataAllow, Logger: logger, Version: version,
 		AllowedOrigins: cfg.AllowedOrigins, PublicURL: cfg.PublicURL,
 		TrustedProxies: cfg.TrustedProxies, ClientIPHeader: cfg.ClientIPHeader,
 		MaxConcurrentRequests: cfg.MaxConcurrentRequests, MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight,
@@ -71,7 +75,7 @@ func stdio(ctx context.Context, cfg config, logger *slog.Logger, stdin io.Reader
 		return err
 	}
 	defer store.Close()
-	s := mcpserver.NewStdioServer(newMCP(store, cfg, logger, nil))
+	s := mcpserver.NewStdioServer(mcp.NewServer(nil, mcp.Options{Version: version, Logger: logger, Relay: newRelay(store, cfg, nil)}))
 	if err := s.Listen(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -153,32 +153,10 @@ type LoginResult struct {
 // Login checks a user's password and creates a token. Every failure gives
 // the same error and costs the same hash.
 func (s *Service) Login(ctx context.Context, orgIDArg, userIDArg, pass string) (LoginResult, error) {
-	orgID, err1 := slug("org_id", orgIDArg)
-	userID, err2 := slug("user_id", userIDArg)
-	if err := errors.Join(err1, err2); err != nil {
-		return LoginResult{}, errBadLogin
-	}
-	if pass == "" || len(pass) > 4*MaxPasswordLen {
-		return LoginResult{}, errBadLogin
-	}
-	var u db.User
-	err := s.store.View(ctx, func(q db.Queries) (err error) {
-		u, err = q.GetUser(ctx, orgID, userID)
-		return err
-	})
-	if err != nil && !errors.Is(err, db.ErrNotFound) {
-		return LoginResult{}, err
-	}
-	// Unknown organization or user: verify against a dummy hash anyway, so
-	// every failure costs the same time and gives the same message.
-	ok, err := s.checkPassword(ctx, userKey(orgID, userID), u.PasswordHash, pass, err == nil && u.DeactivatedAt == nil)
+	u, err := s.verifyLogin(ctx, orgIDArg, userIDArg, pass)
 	if err != nil {
 		return LoginResult{}, err
 	}
-	if !ok {
-		return LoginResult{}, errBadLogin
-	}
-	s.verified()
 	token, hash := newToken()
 	now := s.clock()
 	tok := db.Token{TokenHash: hash, OrgID: u.OrgID, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(s.tokenTTL)}
@@ -196,6 +174,39 @@ func (s *Service) Login(ctx context.Context, orgIDArg, userIDArg, pass string) (
 		Note: "Pass auth_token to later ctalk tool calls in this conversation. Treat it like a password: " +
 			"never paste it into a question, answer or note.",
 	}, nil
+}
+
+// verifyLogin checks a person's organization, user id and password under
+// the throttle, for login and for the OAuth sign-in page alike: every
+// failure costs the same time and gives the same message.
+func (s *Service) verifyLogin(ctx context.Context, orgIDArg, userIDArg, pass string) (db.User, error) {
+	orgID, err1 := slug("org_id", orgIDArg)
+	userID, err2 := slug("user_id", userIDArg)
+	if err := errors.Join(err1, err2); err != nil {
+		return db.User{}, errBadLogin
+	}
+	if pass == "" || len(pass) > 4*MaxPasswordLen {
+		return db.User{}, errBadLogin
+	}
+	var u db.User
+	err := s.store.View(ctx, func(q db.Queries) (err error) {
+		u, err = q.GetUser(ctx, orgID, userID)
+		return err
+	})
+	if err != nil && !errors.Is(err, db.ErrNotFound) {
+		return db.User{}, err
+	}
+	// Unknown organization or user: verify against a dummy hash anyway, so
+	// every failure costs the same time and gives the same message.
+	ok, err := s.checkPassword(ctx, userKey(orgID, userID), u.PasswordHash, pass, err == nil && u.DeactivatedAt == nil)
+	if err != nil {
+		return db.User{}, err
+	}
+	if !ok {
+		return db.User{}, errBadLogin
+	}
+	s.verified()
+	return u, nil
 }
 
 // stillVerified locks the user's row and checks that the password hash and
@@ -251,6 +262,10 @@ func (s *Service) Logout(ctx context.Context, cred Credentials) (LogoutResult, e
 	err := s.store.InTx(ctx, func(q db.Queries) error {
 		c, err := s.authenticate(ctx, q, cred)
 		if err != nil {
+			return err
+		}
+		if c.token.GrantID != nil { // an OAuth client signs out: its refresh tokens go too
+			_, err = q.RevokeOAuthGrant(ctx, c.user.OrgID, c.user.ID, *c.token.GrantID, s.clock())
 			return err
 		}
 		return q.RevokeToken(ctx, c.token.TokenHash, s.clock())

@@ -43,7 +43,7 @@ func (s *Service) Ask(ctx context.Context, cred Credentials, toArg, questionArg 
 	// notifies, so the organization's lock is held for the least time.
 	var out db.AskOutcome
 	err = s.store.InTx(ctx, func(q db.Queries) (err error) {
-		out, err = q.AskPerson(ctx, db.AskParams{TokenHash: hash, ToUserID: to, Question: question, At: s.clock()})
+		out, err = q.AskPerson(ctx, db.AskParams{TokenHash: hash, Resource: cred.resourcePtr(), ToUserID: to, Question: question, At: s.clock()})
 		return err
 	})
 	if err != nil {

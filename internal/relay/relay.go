@@ -87,10 +87,31 @@ func (s *Service) verified() {
 
 // Credentials are the tokens a face received for a call: Bearer from the
 // connection (an Authorization header), Token from the call's arguments.
-// Identity never comes from anything else.
+// Identity never comes from anything else. Resource is the protected
+// resource the call came to: "" for the open endpoint, where only login
+// tokens work; an OAuth resource indicator, where only access tokens
+// issued for it work (RFC 8707).
 type Credentials struct {
-	Bearer string
-	Token  string
+	Bearer   string
+	Token    string
+	Resource string
+}
+
+// resourceMatches applies the audience rule to a stored token.
+func (c Credentials) resourceMatches(tok db.Token) bool {
+	if tok.Resource == nil {
+		return c.Resource == ""
+	}
+	return c.Resource != "" && SameResource(*tok.Resource, c.Resource)
+}
+
+// resourcePtr is Resource as AskParams wants it: nil for login tokens.
+func (c Credentials) resourcePtr() *string {
+	if c.Resource == "" {
+		return nil
+	}
+	r := c.Resource
+	return &r
 }
 
 // token applies the rule between the two tokens: either may be given, and
@@ -140,7 +161,7 @@ func (s *Service) authenticate(ctx context.Context, q db.Queries, cred Credentia
 	} else if err != nil {
 		return caller{}, err
 	}
-	if tok.RevokedAt != nil || !s.clock().Before(tok.ExpiresAt) || u.DeactivatedAt != nil {
+	if tok.RevokedAt != nil || !s.clock().Before(tok.ExpiresAt) || u.DeactivatedAt != nil || !cred.resourceMatches(tok) {
 		return caller{}, errBadToken
 	}
 	return caller{user: u, token: tok}, nil

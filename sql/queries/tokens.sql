@@ -1,6 +1,7 @@
 -- name: CreateToken :exec
-INSERT INTO auth_tokens (token_hash, org_id, user_id, created_at, expires_at)
-VALUES (sqlc.arg(token_hash), sqlc.arg(org_id), sqlc.arg(user_id), sqlc.arg(created_at), sqlc.arg(expires_at));
+INSERT INTO auth_tokens (token_hash, org_id, user_id, created_at, expires_at, grant_id, resource, scope)
+VALUES (sqlc.arg(token_hash), sqlc.arg(org_id), sqlc.arg(user_id), sqlc.arg(created_at), sqlc.arg(expires_at),
+        sqlc.narg(grant_id), sqlc.narg(resource), sqlc.narg(scope));
 
 -- name: GetToken :one
 SELECT * FROM auth_tokens WHERE token_hash = sqlc.arg(token_hash);

@@ -47,6 +47,7 @@ WITH caller AS (
     JOIN users u ON u.org_id = t.org_id AND u.id = t.user_id
     WHERE t.token_hash = $2 AND t.revoked_at IS NULL
       AND t.expires_at > $3 AND u.deactivated_at IS NULL
+      AND t.resource IS NOT DISTINCT FROM $4::text
 ), recipient AS (
     SELECT r.name, r.deactivated_at
     FROM caller c
@@ -59,7 +60,7 @@ WITH caller AS (
     RETURNING o.id AS org_id, c.user_id AS from_user_id, o.last_message_id AS id, o.last_event_seq AS seq
 ), inserted AS (
     INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq)
-    SELECT n.org_id, n.id, n.from_user_id, $1::text, $4, $3, n.seq
+    SELECT n.org_id, n.id, n.from_user_id, $1::text, $5, $3, n.seq
     FROM numbered n
     RETURNING org_id, id, asked_seq
 ), notified AS (
@@ -85,6 +86,7 @@ type AskPersonParams struct {
 	ToUserID  string
 	TokenHash []byte
 	AskedAt   time.Time
+	Resource  *string
 	Question  string
 }
 
@@ -98,7 +100,9 @@ type AskPersonRow struct {
 	Notified   int64
 }
 
-// ask_person in one statement: authenticate the token, check the recipient,
+// ask_person in one statement: authenticate the token (live, not expired,
+// its user active, and issued for the resource the call came through: NULL
+// for /mcp's login-tool tokens, the resource indicator for OAuth's), check the recipient,
 // number the question under the organization's row lock, insert it and
 // queue the wake-up (delivered at commit). Nothing is written unless every
 // check passes; status says which failed first (the rules map it to their
@@ -109,6 +113,7 @@ func (q *Queries) AskPerson(ctx context.Context, arg AskPersonParams) (AskPerson
 		arg.ToUserID,
 		arg.TokenHash,
 		arg.AskedAt,
+		arg.Resource,
 		arg.Question,
 	)
 	var i AskPersonRow

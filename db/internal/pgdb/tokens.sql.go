@@ -11,8 +11,9 @@ import (
 )
 
 const createToken = `-- name: CreateToken :exec
-INSERT INTO auth_tokens (token_hash, org_id, user_id, created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO auth_tokens (token_hash, org_id, user_id, created_at, expires_at, grant_id, resource, scope)
+VALUES ($1, $2, $3, $4, $5,
+        $6, $7, $8)
 `
 
 type CreateTokenParams struct {
@@ -21,6 +22,9 @@ type CreateTokenParams struct {
 	UserID    string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	GrantID   *string
+	Resource  *string
+	Scope     *string
 }
 
 func (q *Queries) CreateToken(ctx context.Context, arg CreateTokenParams) error {
@@ -30,12 +34,15 @@ func (q *Queries) CreateToken(ctx context.Context, arg CreateTokenParams) error 
 		arg.UserID,
 		arg.CreatedAt,
 		arg.ExpiresAt,
+		arg.GrantID,
+		arg.Resource,
+		arg.Scope,
 	)
 	return err
 }
 
 const getToken = `-- name: GetToken :one
-SELECT token_hash, org_id, user_id, created_at, expires_at, revoked_at FROM auth_tokens WHERE token_hash = $1
+SELECT token_hash, org_id, user_id, created_at, expires_at, revoked_at, grant_id, resource, scope FROM auth_tokens WHERE token_hash = $1
 `
 
 func (q *Queries) GetToken(ctx context.Context, tokenHash []byte) (AuthToken, error) {
@@ -48,12 +55,15 @@ func (q *Queries) GetToken(ctx context.Context, tokenHash []byte) (AuthToken, er
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.RevokedAt,
+		&i.GrantID,
+		&i.Resource,
+		&i.Scope,
 	)
 	return i, err
 }
 
 const getTokenUser = `-- name: GetTokenUser :one
-SELECT auth_tokens.token_hash, auth_tokens.org_id, auth_tokens.user_id, auth_tokens.created_at, auth_tokens.expires_at, auth_tokens.revoked_at, users.org_id, users.id, users.name, users.password_hash, users.ownership, users.notes, users.profile_notes, users.created_at, users.deactivated_at, users.replies_seen_seq
+SELECT auth_tokens.token_hash, auth_tokens.org_id, auth_tokens.user_id, auth_tokens.created_at, auth_tokens.expires_at, auth_tokens.revoked_at, auth_tokens.grant_id, auth_tokens.resource, auth_tokens.scope, users.org_id, users.id, users.name, users.password_hash, users.ownership, users.notes, users.profile_notes, users.created_at, users.deactivated_at, users.replies_seen_seq
 FROM auth_tokens
 JOIN users ON users.org_id = auth_tokens.org_id AND users.id = auth_tokens.user_id
 WHERE auth_tokens.token_hash = $1
@@ -75,6 +85,9 @@ func (q *Queries) GetTokenUser(ctx context.Context, tokenHash []byte) (GetTokenU
 		&i.AuthToken.CreatedAt,
 		&i.AuthToken.ExpiresAt,
 		&i.AuthToken.RevokedAt,
+		&i.AuthToken.GrantID,
+		&i.AuthToken.Resource,
+		&i.AuthToken.Scope,
 		&i.User.OrgID,
 		&i.User.ID,
 		&i.User.Name,

@@ -46,12 +46,13 @@ SELECT t.org_id, t.user_id, t.expires_at, t.revoked_at, u.deactivated_at AS call
 FROM auth_tokens t
 JOIN users u ON u.org_id = t.org_id AND u.id = t.user_id
 LEFT JOIN users r ON r.org_id = t.org_id AND r.id = ?1
-WHERE t.token_hash = ?2
+WHERE t.token_hash = ?2 AND t.resource IS ?3
 `
 
 type AskCheckParams struct {
 	ToUserID  string
 	TokenHash []byte
+	Resource  *string
 }
 
 type AskCheckRow struct {
@@ -66,9 +67,10 @@ type AskCheckRow struct {
 
 // ask_person's reads in one statement, run inside its write transaction:
 // the token with its user's state, and the recipient in the token's
-// organization if there is one.
+// organization if there is one. A token issued for another resource (NULL:
+// the login tool's) is no row, as if it did not exist.
 func (q *Queries) AskCheck(ctx context.Context, arg AskCheckParams) (AskCheckRow, error) {
-	row := q.db.QueryRowContext(ctx, askCheck, arg.ToUserID, arg.TokenHash)
+	row := q.db.QueryRowContext(ctx, askCheck, arg.ToUserID, arg.TokenHash, arg.Resource)
 	var i AskCheckRow
 	err := row.Scan(
 		&i.OrgID,

@@ -15,6 +15,9 @@ type AuthToken struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	RevokedAt *time.Time
+	GrantID   *string
+	Resource  *string
+	Scope     *string
 }
 
 type LoginThrottle struct {
@@ -37,6 +40,44 @@ type Message struct {
 	AnswerText     *string
 	AnsweredAt     *time.Time
 	AnsweredSeq    *int64
+}
+
+type OauthClient struct {
+	ID           string
+	Name         string
+	RedirectUris string
+	CreatedAt    time.Time
+}
+
+type OauthCode struct {
+	CodeHash      []byte
+	GrantID       string
+	RedirectUri   string
+	CodeChallenge string
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+	UsedAt        *time.Time
+}
+
+type OauthGrant struct {
+	ID         string
+	OrgID      string
+	UserID     string
+	ClientID   string
+	ClientName string
+	Resource   string
+	Scope      string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+type OauthRefreshToken struct {
+	TokenHash []byte
+	GrantID   string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
 }
 
 type Organization struct {

@@ -1,5 +1,7 @@
 -- name: AskPerson :one
--- ask_person in one statement: authenticate the token, check the recipient,
+-- ask_person in one statement: authenticate the token (live, not expired,
+-- its user active, and issued for the resource the call came through: NULL
+-- for /mcp's login-tool tokens, the resource indicator for OAuth's), check the recipient,
 -- number the question under the organization's row lock, insert it and
 -- queue the wake-up (delivered at commit). Nothing is written unless every
 -- check passes; status says which failed first (the rules map it to their
@@ -11,6 +13,7 @@ WITH caller AS (
     JOIN users u ON u.org_id = t.org_id AND u.id = t.user_id
     WHERE t.token_hash = sqlc.arg(token_hash) AND t.revoked_at IS NULL
       AND t.expires_at > sqlc.arg(asked_at) AND u.deactivated_at IS NULL
+      AND t.resource IS NOT DISTINCT FROM sqlc.narg(resource)::text
 ), recipient AS (
     SELECT r.name, r.deactivated_at
     FROM caller c
