@@ -24,20 +24,24 @@ import (
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
 	"github.com/ctalk/ctalk/internal/relay"
+	"github.com/ctalk/ctalk/internal/testkit"
 	"github.com/ctalk/ctalk/mcp"
 	"github.com/ctalk/ctalk/server"
 )
 
-// webServer serves ctalk with the web face over store (publicURL may be "").
-func webServer(t *testing.T, store db.Store, publicURL string) string {
+// webServer serves ctalk with the web face over store (publicURL may be "")
+// and returns its base URL and its log.
+func webServer(t *testing.T, store db.Store, publicURL string) (string, *testkit.SyncBuffer) {
 	t.Helper()
+	logs := &testkit.SyncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rules := relay.New(store, relay.Options{HashConcurrency: 4})
 	ts := httptest.NewServer(server.Handler(server.Config{
-		Store: store, MCP: mcp.NewServer(nil, mcp.Options{Version: "e2e", Relay: rules}), Relay: rules,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "e2e", PublicURL: publicURL,
+		Store: store, MCP: mcp.NewServer(nil, mcp.Options{Version: "e2e", Relay: rules, Logger: logger}), Relay: rules,
+		Logger: logger, Version: "e2e", PublicURL: publicURL,
 	}))
 	t.Cleanup(ts.Close)
-	return ts.URL
+	return ts.URL, logs
 }
 
 // browser is a cookie-keeping client that does not follow redirects.
@@ -119,7 +123,7 @@ var nonceAttr = regexp.MustCompile(`nonce="[^"]*"`)
 func TestWebPages(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachConfig(t, func(t *testing.T, cfg db.Config) {
-		base := webServer(t, dbtest.Open(t, cfg), "")
+		base, logs := webServer(t, dbtest.Open(t, cfg), "")
 		cs := connectTo(t, base+"/mcp", "", "")
 		umar, john := team(t, cs, "acme")
 		registerOrg(t, cs, "beta", "Beta")
@@ -294,6 +298,16 @@ func TestWebPages(t *testing.T) {
 		}
 		callOK[userOut](t, cs, "deactivate_user", args{"org_id": "acme", "admin_password": adminPassword, "user_id": "john"})
 		b.signedOut(t, "after deactivate_user")
+
+		// Nothing secret reached the log: passwords, the session, the answer.
+		if !strings.Contains(logs.String(), "path=/app/q/") {
+			t.Fatalf("the log has no /app request lines: is it captured?\n%s", logs.String())
+		}
+		for _, secret := range []string{userPassword, "a-new-password-1", sess.Value, token, "See retry.go", "Lunch?"} {
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("the log contains a secret or a message text (%.12s…)", secret)
+			}
+		}
 	})
 }
 
@@ -301,7 +315,7 @@ func TestWebPages(t *testing.T) {
 func TestWebSecureCookie(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachConfig(t, func(t *testing.T, cfg db.Config) {
-		base := webServer(t, dbtest.Open(t, cfg), "https://ctalk.example")
+		base, _ := webServer(t, dbtest.Open(t, cfg), "https://ctalk.example")
 		cs := connectTo(t, base+"/mcp", "", "")
 		team(t, cs, "acme")
 		b := newBrowser(base)
