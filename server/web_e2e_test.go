@@ -292,8 +292,23 @@ func TestWebPages(t *testing.T) {
 		replay.c.Jar.SetCookies(u, []*http.Cookie{{Name: "ctalk_session", Value: sess.Value, Path: "/"}})
 		replay.signedOut(t, "the signed-out cookie replayed")
 
-		// A password reset and a deactivation end sessions at the next request.
+		// Signing in again ends the browser's previous session.
+		first := b.signIn(t, "acme", "john", userPassword)
 		b.signIn(t, "acme", "john", userPassword)
+		replaced := 0
+		for _, c := range first.resp.Cookies() {
+			if c.Name == "ctalk_session" {
+				replaced++
+				stale := newBrowser(base)
+				stale.c.Jar.SetCookies(u, []*http.Cookie{{Name: c.Name, Value: c.Value, Path: "/"}})
+				stale.signedOut(t, "the session replaced by a new sign-in")
+			}
+		}
+		if replaced != 1 {
+			t.Errorf("the first sign-in set %d session cookies, want 1", replaced)
+		}
+
+		// A password reset and a deactivation end sessions at the next request.
 		callOK[passwordOut](t, cs, "reset_user_password", args{"org_id": "acme", "admin_password": adminPassword, "user_id": "john", "new_password": "a-new-password-1"})
 		b.signedOut(t, "after reset_user_password")
 		b.signIn(t, "acme", "john", "a-new-password-1")

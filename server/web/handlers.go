@@ -50,6 +50,13 @@ func (f *Face) signIn(w http.ResponseWriter, r *http.Request) {
 		f.page.render(w, http.StatusInternalServerError, "signin", &v.base, v)
 		return
 	}
+	// A session this browser held before (another person's, or its own)
+	// ends here rather than linger until it expires.
+	if old, err := r.Cookie(SessionCookie(secure)); err == nil && old.Value != "" {
+		if err := f.cfg.Relay.SignOutWeb(r.Context(), relay.Credentials{Bearer: old.Value, Resource: relay.WebResource}); err != nil {
+			f.cfg.Logger.Warn("ending the previous web session at sign-in", "err", err)
+		}
+	}
 	f.setSession(w, secure, sess.Token)
 	to := v.Next
 	if to == "" {
