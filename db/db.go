@@ -157,6 +157,7 @@ type Queries interface {
 	RevokeUserTokens(ctx context.Context, orgID, userID string, keep []byte, at time.Time) (int64, error)
 
 	OAuthQueries
+	WebQueries
 
 	CreateMessage(ctx context.Context, m Message) error
 	// AskPerson stores a question from a token's owner to another user of

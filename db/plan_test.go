@@ -143,6 +143,11 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 			return int64(9990)
 		}
 		return int64(0)
+	case "beforeid": // the web page "Asked" pages backwards from the newest
+		if recent {
+			return int64(10)
+		}
+		return int64(1<<63 - 1)
 	case "afterseq", "minseq", "seenseq": // event sequence numbers up to 20,000
 		if recent {
 			return int64(19990)

@@ -23,6 +23,7 @@ import (
 	"github.com/ctalk/ctalk/internal/relay"
 	"github.com/ctalk/ctalk/mcp"
 	"github.com/ctalk/ctalk/server/oauth"
+	"github.com/ctalk/ctalk/server/web"
 )
 
 // DefaultMaxBodyBytes bounds one /mcp request body.
@@ -162,6 +163,12 @@ func handler(cfg Config) (http.Handler, *sessions) {
 		guarded := g.admit(g.readBody(pages))
 		mux.Handle("/oauth/", guarded)
 		mux.Handle("/.well-known/", guarded)
+		// The web pages (issue 13), under the same caps.
+		app := http.NewServeMux()
+		web.New(web.Config{Relay: cfg.Relay, BaseURL: base, ClientAddr: fwd.clientKey, Logger: cfg.Logger}).Routes(app)
+		pagesApp := g.admit(g.readBody(app))
+		mux.Handle(web.Prefix, pagesApp)
+		mux.Handle(web.Prefix+"/", pagesApp)
 		mux.Handle(oauth.MCPPath, checkOrigin(origins, g.admit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if resource, ok := face.Guard(w, r); ok {
 				mcpChain.ServeHTTP(w, r.WithContext(mcp.WithResource(r.Context(), resource)))

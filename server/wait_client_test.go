@@ -28,7 +28,10 @@ import (
 // returns its /mcp URL.
 func relayURL(t *testing.T, store db.Store) string {
 	t.Helper()
-	ts := httptest.NewServer(server.Handler(server.Config{Store: store, MCP: mcp.NewServer(store, mcp.Options{})}))
+	// The waiters stand for agents on many machines; here they share one
+	// address, so the per-address cap is lifted to the whole.
+	ts := httptest.NewServer(server.Handler(server.Config{Store: store, MCP: mcp.NewServer(store, mcp.Options{}),
+		MaxRequestsPerAddress: server.DefaultMaxConcurrentRequests}))
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp"
 }

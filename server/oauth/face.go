@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,9 @@ const (
 	revokePath    = "/oauth/revoke"
 	prmPath       = "/.well-known/oauth-protected-resource"
 )
+
+// retryIn finds the wait a throttling refusal names ("…: retry in 4 s").
+var retryIn = regexp.MustCompile(`retry in (\d+) s$`)
 
 // maxFormBytes bounds a form or JSON body sent to the OAuth endpoints.
 const maxFormBytes = 64 << 10
@@ -256,7 +260,11 @@ func (f *Face) register(w http.ResponseWriter, r *http.Request) {
 	var re *relay.Error
 	switch {
 	case errors.As(err, &re) && re.Kind == relay.KindThrottled:
-		w.Header().Set("Retry-After", "60")
+		retry := "60"
+		if m := retryIn.FindStringSubmatch(re.Error()); m != nil {
+			retry = m[1] // the wait the message names
+		}
+		w.Header().Set("Retry-After", retry)
 		writeJSON(w, http.StatusTooManyRequests, oauthError("slow_down", re.Error()))
 		return
 	case err != nil:

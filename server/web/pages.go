@@ -1,0 +1,119 @@
+package web
+
+import (
+	"bytes"
+	"crypto/rand"
+	"embed"
+	"encoding/base64"
+	"html/template"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/ctalk/ctalk/internal/relay"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// pageNames are the pages; each is parsed with the layout and the style.
+var pageNames = []string{"signin", "inbox", "question", "asked", "people", "person", "error"}
+
+type pages struct {
+	t map[string]*template.Template
+}
+
+var funcs = template.FuncMap{
+	// when shows a time in UTC, to the minute.
+	"when": func(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") },
+	// iso is a time for a <time datetime> attribute.
+	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"deref2": func(t *time.Time) time.Time {
+		if t == nil {
+			return time.Time{}
+		}
+		return *t
+	},
+	"deref": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
+}
+
+func newPages() *pages {
+	p := &pages{t: map[string]*template.Template{}}
+	for _, name := range pageNames {
+		p.t[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS,
+			"templates/layout.html", "templates/style.html", "templates/"+name+".html"))
+	}
+	return p
+}
+
+// base is what every page shows around its content.
+type base struct {
+	Title  string
+	Nonce  string
+	CSRF   string
+	Me     *relay.WebMe
+	Nav    string // the current section: inbox, asked, people
+	Alert  string // an error, shown with role=alert
+	Status string // a confirmation, shown with role=status
+}
+
+func (b *base) setSession(s *session) {
+	if s != nil {
+		b.CSRF, b.Me = s.csrf, &s.me
+	}
+}
+
+// statusText are the confirmations a redirect after a post may ask for by key.
+var statusText = map[string]string{
+	"saved": "Draft saved. It is not sent: press Send when it is ready.",
+	"sent":  "Answer sent.",
+	"asked": "Question sent. Its answer shows here when it comes.",
+	"notes": "Your notes are saved.",
+	"out":   "You are signed out.",
+}
+
+func (p *pages) render(w http.ResponseWriter, status int, name string, b *base, data any) {
+	b.Nonce = nonce()
+	var buf bytes.Buffer
+	if err := p.t[name].ExecuteTemplate(&buf, "layout", data); err != nil {
+		http.Error(w, "ctalk could not render this page", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+b.Nonce+"'; img-src 'self' data:; "+
+		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
+}
+
+type errorView struct {
+	base
+	Message string
+}
+
+func (p *pages) error(w http.ResponseWriter, status int, s *session, msg string) {
+	v := &errorView{base: base{Title: "Not possible"}, Message: msg}
+	if status == http.StatusNotFound {
+		v.Title = "Not found"
+	}
+	v.setSession(s)
+	p.render(w, status, "error", &v.base, v)
+}
+
+func nonce() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return base64.RawStdEncoding.EncodeToString(b)
+}
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }

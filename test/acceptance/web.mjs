@@ -1,0 +1,224 @@
+// ctalk's web pages in a real browser: Debian's Chromium driven by playwright-core, with
+// axe-core checking every page, at desktop and phone size (and the phone in dark mode).
+//
+//   URL_BASE=http://127.0.0.1:8000 node web.mjs
+//
+// Env:
+//   URL_BASE     the server's base URL (the open /mcp is used to set up and to check replies)
+//   SCREENSHOTS  a directory: every page is saved there per viewport
+//   CHROMIUM     the browser (default /usr/bin/chromium)
+//
+// Steps, per viewport (each prints "ok ..." on stderr; the first failure prints "FAIL: ..."
+// and exits 1):
+//   1. through the TypeScript MCP SDK on /mcp: an organization, umar and john; umar asks john a
+//      question with <script> and <img onerror> in it; john's agent saves a draft
+//   2. a signed-out visit to /app lands on the sign-in page; a wrong password shows role=alert
+//      (desktop only: the per-address throttle counts failures)
+//   3. john signs in; the inbox shows the question as text (no dialog ever opens)
+//   4. the question page has the agent's draft in the textarea; john edits it and presses Send
+//   5. umar's check_replies (MCP) returns exactly the text john typed
+//   6. Asked: john asks umar from the page, and umar's check_inbox has it; People and a
+//      profile; a missing question's 404 page; sign-out
+// Every page: no console error or page error (a CSP violation is one), and axe-core reports no
+// serious or critical violation. Passwords and tokens are never printed.
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { chromium } from "playwright-core";
+
+const base = (process.env.URL_BASE || "").replace(/\/$/, "");
+if (!base) { console.error("set URL_BASE=http://127.0.0.1:PORT"); process.exit(2); }
+const shots = process.env.SCREENSHOTS || "";
+if (shots) mkdirSync(shots, { recursive: true });
+const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+class StepError extends Error {}
+const fail = (msg) => { throw new StepError(msg); };
+const log = (msg) => console.error(`ok: ${msg}`);
+const timer = setTimeout(() => { console.error("FAIL: timeout after 170s"); process.exit(1); }, 170000);
+
+const suffix = randomBytes(4).toString("hex");
+const org = `web-${suffix}`;
+const adminPassword = `admin-${randomBytes(12).toString("hex")}`;
+const userPassword = `user-${randomBytes(12).toString("hex")}`;
+
+// ---- MCP through the TypeScript SDK on the open endpoint
+async function mcp() {
+  const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`));
+  const client = new Client({ name: "ctalk-acceptance-web", version: "1.0.0" });
+  await client.connect(transport);
+  return client;
+}
+async function callOK(client, name, args) {
+  const res = await client.callTool({ name, arguments: args });
+  const text = (res.content || []).map((c) => c.text ?? "").join("\n");
+  if (res.isError) fail(`${name} returned isError: ${text.slice(0, 300)}`);
+  return res.structuredContent ?? JSON.parse(text);
+}
+
+// ---- the checks every page gets
+async function axe(page, label) {
+  await page.evaluate(axeSource); // evaluated by the DevTools protocol: the page's CSP allows no script
+  const res = await page.evaluate(() => globalThis.axe.run(document, { resultTypes: ["violations"] }));
+  const bad = res.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  if (bad.length) {
+    fail(`axe-core on ${label}: ${bad.map((v) => `${v.impact} ${v.id} (${v.help}) at ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`).join("; ")}`);
+  }
+  return res.violations.length;
+}
+
+async function run(browser, client, umar, view) {
+  const context = await browser.newContext(view.options);
+  const page = await context.newPage();
+  const problems = [];
+  let allowStatus = null; // an error status this step expects the browser to log
+  page.on("console", (m) => {
+    if (m.type() !== "error") return;
+    if (allowStatus && m.text().includes(`the server responded with a status of ${allowStatus}`)) return;
+    problems.push(`console error: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("dialog", (d) => { problems.push(`a dialog opened (${d.type()}: ${d.message()}): markup ran`); d.dismiss().catch(() => {}); });
+  const check = async (name) => {
+    if (problems.length) fail(`${view.name} ${name}: ${problems.join("; ")}`);
+    const minor = await axe(page, `${view.name} ${name}`);
+    if (shots) await page.screenshot({ path: join(shots, `${view.name}-${name}.png`), fullPage: true });
+    log(`${view.name} ${name}: no console error, axe: no serious or critical violation (${minor} minor)`);
+  };
+
+  // 1. a question asked through MCP, and the agent's draft
+  const question = `<script>alert(1)</script> Why does <img src=x onerror=alert(2)> retry ${view.name}?`;
+  const asked = await callOK(client, "ask_person", { auth_token: umar, to_user_id: "john", question });
+  const id = asked.message_id;
+  const john = (await callOK(client, "login", { org_id: org, user_id: "john", password: userPassword })).auth_token;
+  const draft = `Agent draft for ${view.name}: three attempts.`;
+  await callOK(client, "propose_response", { auth_token: john, message_id: id, draft_text: draft });
+
+  // 2. signed out: the sign-in page; a wrong password
+  await page.goto(`${base}/app`);
+  if (new URL(page.url()).pathname !== "/app/signin") fail(`${view.name}: a signed-out visit to /app ended at ${page.url()}`);
+  await check("signin");
+  await page.fill("#org_id", org);
+  await page.fill("#user_id", "john");
+  if (view.wrongPassword) {
+    await page.fill("#password", "not-the-password");
+    allowStatus = 401;
+    // The page comes back at the same URL: wait for the POST's answer, then for its alert
+    // (the form page before it has none), so nothing below runs on the page being replaced.
+    await Promise.all([
+      page.waitForResponse((r) => r.request().method() === "POST" && r.url() === `${base}/app/signin`),
+      page.click("button[type=submit]"),
+    ]);
+    const alert = await page.locator('[role="alert"]').textContent({ timeout: 15000 }).catch(() => null);
+    if (!alert || !alert.includes("login failed")) fail(`${view.name}: a wrong password showed no role=alert message (${alert})`);
+    await check("signin-wrong-password");
+    allowStatus = null;
+  }
+
+  // 3. sign in: the inbox, with the question as text
+  await page.fill("#password", userPassword);
+  const reached = await Promise.all([
+    page.waitForURL(`${base}/app`, { timeout: 15000 }).then(() => true, () => false),
+    page.click("button[type=submit]"),
+  ]);
+  if (!reached[0]) {
+    fail(`${view.name}: signing in did not reach the inbox: ${await page.locator('[role="alert"]').textContent().catch(() => page.url())}`);
+  }
+  const card = page.locator("li.card", { hasText: `retry ${view.name}?` });
+  if ((await card.count()) !== 1) fail(`${view.name}: the inbox does not show question ${id}`);
+  const shown = await card.locator("p.text").textContent();
+  if (shown !== question) fail(`${view.name}: the inbox shows ${JSON.stringify(shown)}, want the question as text`);
+  if (!(await card.textContent()).includes("platform tooling")) fail(`${view.name}: the inbox does not say what the asker owns`);
+  await check("inbox");
+
+  // 4. open it: the draft is in the textarea; edit and send
+  await Promise.all([page.waitForURL(`${base}/app/q/${id}`), card.locator("a.open").click()]);
+  const pre = await page.inputValue("#answer");
+  if (pre !== draft) fail(`${view.name}: the answer box holds ${JSON.stringify(pre)}, want the agent's draft`);
+  await check("question");
+  const answer = `Three attempts with exponential backoff (${view.name}).\nSee retry.go & <b>docs</b>.`;
+  await page.fill("#answer", answer);
+  await Promise.all([page.waitForURL(`${base}/app/q/${id}?ok=sent`), page.click('button[value="send"]')]);
+  if (!(await page.textContent('[role="status"]'))?.includes("Answer sent")) fail(`${view.name}: no "Answer sent" confirmation`);
+  await check("question-sent");
+
+  // 5. the asker's check_replies returns exactly that text
+  const replies = await callOK(client, "check_replies", { auth_token: umar });
+  const reply = replies.replies.find((r) => r.message_id === id);
+  if (!reply || reply.answer !== answer) fail(`${view.name}: umar's check_replies has ${JSON.stringify(reply?.answer)}, want ${JSON.stringify(answer)}`);
+  log(`${view.name}: umar's check_replies returns exactly the text sent from the page`);
+
+  // 6. the other pages
+  await page.click('nav a[href="/app/asked"]');
+  await page.waitForURL(`${base}/app/asked`);
+  await check("asked");
+  const mine = `Lunch at noon (${view.name})?`;
+  await page.selectOption("#to_user_id", "umar");
+  await page.fill("#question", mine);
+  await Promise.all([page.waitForURL(`${base}/app/asked?ok=asked`), page.click("form.card button[type=submit]")]);
+  if (!(await page.textContent("main")).includes(mine)) fail(`${view.name}: the Asked page does not list the new question`);
+  await check("asked-sent");
+  const inbox = await callOK(client, "check_inbox", { auth_token: umar });
+  if (!inbox.questions.some((q) => q.question === mine)) fail(`${view.name}: umar's check_inbox lacks the question asked from the page`);
+  log(`${view.name}: a question asked from the page reaches umar's check_inbox`);
+
+  await page.click('nav a[href="/app/people"]');
+  await page.waitForURL(`${base}/app/people`);
+  await check("people");
+  await Promise.all([page.waitForURL(`${base}/app/people/umar`), page.click('a[href="/app/people/umar"]')]);
+  await check("person");
+
+  allowStatus = 404;
+  const resp = await page.goto(`${base}/app/q/999999`);
+  if (resp.status() !== 404) fail(`${view.name}: a missing question answered ${resp.status()}, want 404`);
+  await check("not-found");
+  allowStatus = null;
+
+  await page.goto(`${base}/app`);
+  await Promise.all([page.waitForURL(`${base}/app/signin?ok=out`), page.click(".signout button")]);
+  await check("signed-out");
+  await page.goto(`${base}/app`);
+  if (new URL(page.url()).pathname !== "/app/signin") fail(`${view.name}: after sign-out /app ended at ${page.url()}`);
+  await context.close();
+}
+
+let code = 0;
+try {
+  const client = await mcp();
+  await callOK(client, "register_organization", { org_id: org, name: "Web Acceptance", admin_password: adminPassword });
+  for (const [user_id, name, ownership] of [["umar", "Umar", "platform tooling"], ["john", "John", "alpha-repo"]]) {
+    await callOK(client, "register_user", { org_id: org, admin_password: adminPassword, user_id, name, password: userPassword, ownership });
+  }
+  const umar = (await callOK(client, "login", { org_id: org, user_id: "umar", password: userPassword })).auth_token;
+  log(`organization ${org} with umar and john, through the TypeScript SDK on /mcp`);
+
+  const browser = await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync"],
+  });
+  try {
+    for (const view of [
+      // One wrong password in the run: the address throttle counts them, and CI runs this more than once.
+      { name: "desktop", wrongPassword: true, options: { viewport: { width: 1280, height: 800 } } },
+      { name: "phone", options: { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true } },
+      { name: "phone-dark", options: { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, colorScheme: "dark" } },
+    ]) {
+      await run(browser, client, umar, view);
+    }
+  } finally {
+    await browser.close();
+  }
+  await client.close();
+  console.log(JSON.stringify({ org, pages: "signin inbox question asked people person not-found", viewports: ["desktop", "phone", "phone-dark"], screenshots: shots || null }));
+} catch (e) {
+  console.error(`FAIL: ${e instanceof StepError ? e.message : `${e?.constructor?.name}: ${e?.message ?? e}`}`);
+  code = 1;
+}
+clearTimeout(timer);
+process.exit(code);
