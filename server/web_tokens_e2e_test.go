@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -115,4 +116,55 @@ func between(s, start, end string) string {
 		return s[:j]
 	}
 	return ""
+}
+
+var grantIDField = regexp.MustCompile(`name="id" value="(conn-[^"]+)"`)
+
+// TestWebTokensOAuthConnection: a client connected through OAuth sign-in
+// shows on the tokens page with its name; disconnecting it there ends its
+// access token at /oauth/mcp and its refresh token, and john cannot
+// disconnect it with its id.
+func TestWebTokensOAuthConnection(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachConfig(t, func(t *testing.T, cfg db.Config) {
+		e := newOAuthEnv(t, cfg, dbtest.Open(t, cfg))
+		e.team(t, "acme")
+		clientID := e.register(t, oauthRedirect)
+		tok := e.connect(t, clientID, "http://127.0.0.1:40015/callback")
+		if status, _ := e.mcpStatus(t, tok.Access); status != http.StatusOK {
+			t.Fatalf("the new access token at /oauth/mcp: %d", status)
+		}
+
+		umar := newBrowser(e.base)
+		umar.signIn(t, "acme", "umar", userPassword)
+		page := umar.get(t, "/app/tokens")
+		m := grantIDField.FindStringSubmatch(page.body)
+		if m == nil || !strings.Contains(page.body, "Test client") || !strings.Contains(page.body, clientID) {
+			t.Fatalf("the tokens page does not list the connected client:\n%s", page.body)
+		}
+		grant := m[1]
+
+		john := newBrowser(e.base)
+		john.signIn(t, "acme", "john", userPassword)
+		if p := john.post(t, "/app/tokens", url.Values{"csrf_token": {csrf(t, john.get(t, "/app/tokens"))}, "id": {grant}}); p.status != http.StatusNotFound {
+			t.Errorf("john disconnecting umar's client = %d, want 404", p.status)
+		}
+		if status, _ := e.mcpStatus(t, tok.Access); status != http.StatusOK {
+			t.Errorf("john's attempt ended umar's client: %d", status)
+		}
+
+		p := umar.post(t, "/app/tokens", url.Values{"csrf_token": {csrf(t, page)}, "id": {grant}})
+		if p.status != http.StatusSeeOther || p.location != "/app/tokens?ok=revoked" {
+			t.Fatalf("disconnect = %d to %q\n%s", p.status, p.location, p.body)
+		}
+		if status, _ := e.mcpStatus(t, tok.Access); status != http.StatusUnauthorized {
+			t.Errorf("the disconnected client's access token at /oauth/mcp: %d, want 401", status)
+		}
+		if status, out := e.refresh(t, clientID, tok.Refresh); status != http.StatusBadRequest {
+			t.Errorf("the disconnected client's refresh: %d %v, want 400", status, out)
+		}
+		if page := umar.get(t, "/app/tokens"); strings.Contains(page.body, grant) {
+			t.Errorf("the disconnected client is still listed")
+		}
+	})
 }
