@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
@@ -128,6 +129,18 @@ func TestMyTokens(t *testing.T) {
 		}
 		if _, err := f.s.WebSessionUser(ctx, web); !errors.Is(err, errBadToken) {
 			t.Errorf("a revoked session still works: %v", err)
+		}
+
+		// Expired tokens are not listed (and cannot be revoked); the caller's
+		// own login token is marked current.
+		if _, err := f.s.SignInWeb(ctx, "acme", "umar", testUserPassword); err != nil {
+			t.Fatal(err)
+		}
+		tok2 := f.login("acme", "umar")
+		f.advance(WebSessionIdle + time.Minute)
+		list, err = f.s.ListMyTokens(ctx, Credentials{Token: tok2})
+		if err != nil || len(list.Tokens) != 1 || list.Tokens[0].Kind != TokenKindLogin || !list.Tokens[0].Current {
+			t.Errorf("after the session expired: %+v, %v; want only the current login token", list, err)
 		}
 	})
 }
