@@ -158,6 +158,7 @@ type Queries interface {
 
 	OAuthQueries
 	WebQueries
+	TokenListQueries
 
 	CreateMessage(ctx context.Context, m Message) error
 	// AskPerson stores a question from a token's owner to another user of

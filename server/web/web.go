@@ -74,6 +74,8 @@ func (f *Face) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+Prefix+"/people", f.signedIn(f.people))
 	mux.HandleFunc("POST "+Prefix+"/people", f.signedIn(f.people))
 	mux.HandleFunc("GET "+Prefix+"/people/{id}", f.signedIn(f.person))
+	mux.HandleFunc("GET "+Prefix+"/tokens", f.signedIn(f.tokens))
+	mux.HandleFunc("POST "+Prefix+"/tokens", f.signedIn(f.tokens))
 	mux.HandleFunc(Prefix+"/", f.signedIn(func(w http.ResponseWriter, r *http.Request, s *session) {
 		f.notFound(w, s)
 	}))

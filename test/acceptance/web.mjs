@@ -21,7 +21,7 @@
 //      profile; a missing question's 404 page; sign-out
 // Every page: no console error or page error (a CSP violation is one), and axe-core reports no
 // serious or critical violation. Passwords and tokens are never printed.
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -186,6 +186,65 @@ async function run(browser, client, umar, view) {
   await context.close();
 }
 
+// ---- Tokens (issue 13's "revoking a token makes that token's next MCP call fail"): john logs
+// in through MCP, signs in to the pages, revokes that login token on /app/tokens, and a plain
+// JSON-RPC tools/call to /mcp with it (fetch, no SDK) fails as revoked. Per viewport.
+async function mcpFetch(tool, args) {
+  const res = await fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: tool, arguments: args } }),
+  });
+  let text = await res.text();
+  if ((res.headers.get("content-type") || "").startsWith("text/event-stream")) {
+    text = text.split("\n").filter((l) => l.startsWith("data:") && l.includes('"id"')).pop()?.slice(5) ?? "";
+  }
+  if (!res.ok) fail(`POST /mcp ${tool}: HTTP ${res.status}`);
+  const { result } = JSON.parse(text);
+  return { isError: !!result?.isError, text: (result?.content || []).map((c) => c.text ?? "").join("\n") };
+}
+
+async function tokensVisit(browser, client, view) {
+  const context = await browser.newContext(view.options);
+  const page = await context.newPage();
+  const problems = [];
+  page.on("console", (m) => { if (m.type() === "error") problems.push(`console error: ${m.text()}`); });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  const check = async (name) => {
+    if (problems.length) fail(`${view.name} ${name}: ${problems.join("; ")}`);
+    const minor = await axe(page, `${view.name} ${name}`);
+    if (shots) await page.screenshot({ path: join(shots, `${view.name}-${name}.png`), fullPage: true });
+    log(`${view.name} ${name}: no console error, axe: no serious or critical violation (${minor} minor)`);
+  };
+
+  const token = (await callOK(client, "login", { org_id: org, user_id: "john", password: userPassword })).auth_token;
+  const id = createHash("sha256").update(token).digest("hex").slice(0, 16); // the page's public id
+  const before = await mcpFetch("whoami", { auth_token: token });
+  if (before.isError) fail(`${view.name}: a fresh login token fails at /mcp before any revocation: ${before.text.slice(0, 200)}`);
+
+  await page.goto(`${base}/app/tokens`);
+  if (new URL(page.url()).pathname !== "/app/signin") fail(`${view.name}: a signed-out visit to /app/tokens ended at ${page.url()}`);
+  await page.fill("#org_id", org);
+  await page.fill("#user_id", "john");
+  await page.fill("#password", userPassword);
+  await Promise.all([page.waitForURL(`${base}/app/tokens`, { timeout: 15000 }), page.click("button[type=submit]")]);
+  const form = page.locator(`form.revoke:has(input[name="id"][value="${id}"])`);
+  if ((await form.count()) !== 1) fail(`${view.name}: /app/tokens does not list the login token ${id}`);
+  if ((await page.textContent("main")).includes(token)) fail(`${view.name}: /app/tokens shows a token itself`);
+  if ((await page.locator("text=(this browser)").count()) !== 1) fail(`${view.name}: /app/tokens does not mark this browser's session`);
+  await check("tokens");
+
+  await Promise.all([page.waitForURL(`${base}/app/tokens?ok=revoked`), form.locator("button").click()]);
+  if (!(await page.textContent('[role="status"]'))?.includes("Revoked")) fail(`${view.name}: no "Revoked" confirmation`);
+  if ((await page.locator(`input[name="id"][value="${id}"]`).count()) !== 0) fail(`${view.name}: the revoked token is still listed`);
+  await check("tokens-revoked");
+
+  const after = await mcpFetch("whoami", { auth_token: token });
+  if (!after.isError || !after.text.includes("revoked")) fail(`${view.name}: the revoked token's next MCP call did not fail: ${after.text.slice(0, 200)}`);
+  log(`${view.name}: a login token revoked on /app/tokens fails at /mcp (${after.text.slice(0, 60)}…)`);
+  await context.close();
+}
+
 let code = 0;
 try {
   const client = await mcp();
@@ -210,6 +269,7 @@ try {
       { name: "phone-dark", options: { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, colorScheme: "dark" } },
     ]) {
       await run(browser, client, umar, view);
+      await tokensVisit(browser, client, view);
     }
   } finally {
     await browser.close();
