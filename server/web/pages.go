@@ -17,13 +17,17 @@ import (
 var templateFS embed.FS
 
 // pageNames are the pages; each is parsed with the layout and the style.
-var pageNames = []string{"signin", "inbox", "question", "asked", "people", "person", "error"}
+var pageNames = []string{"signin", "inbox", "question", "asked", "people", "person", "tokens", "error"}
 
 type pages struct {
 	t map[string]*template.Template
 }
 
 var funcs = template.FuncMap{
+	// revokeForm is what the tokens page's "revoke" template needs.
+	"revokeForm": func(csrf string, t relay.MyToken, label string) revokeForm {
+		return revokeForm{CSRF: csrf, T: t, Label: label}
+	},
 	// when shows a time in UTC, to the minute.
 	"when": func(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") },
 	// iso is a time for a <time datetime> attribute.
@@ -70,11 +74,12 @@ func (b *base) setSession(s *session) {
 
 // statusText are the confirmations a redirect after a post may ask for by key.
 var statusText = map[string]string{
-	"saved": "Draft saved. It is not sent: press Send when it is ready.",
-	"sent":  "Answer sent.",
-	"asked": "Question sent. Its answer shows here when it comes.",
-	"notes": "Your notes are saved.",
-	"out":   "You are signed out.",
+	"saved":   "Draft saved. It is not sent: press Send when it is ready.",
+	"sent":    "Answer sent.",
+	"asked":   "Question sent. Its answer shows here when it comes.",
+	"notes":   "Your notes are saved.",
+	"out":     "You are signed out.",
+	"revoked": "Revoked: it no longer works anywhere.",
 }
 
 func (p *pages) render(w http.ResponseWriter, status int, name string, b *base, data any) {

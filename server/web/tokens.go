@@ -12,14 +12,6 @@ import (
 // tokens, what an id names, what revoking a connection ends) are the
 // relay's: ListMyTokens and RevokeMyToken.
 
-func init() {
-	pageNames = append(pageNames, "tokens")
-	statusText["revoked"] = "Revoked: it no longer works anywhere."
-	funcs["revokeForm"] = func(csrf string, t relay.MyToken, label string) revokeForm {
-		return revokeForm{CSRF: csrf, T: t, Label: label}
-	}
-}
-
 // revokeForm is what the "revoke" template needs: a token, the session's
 // CSRF token and the button's words.
 type revokeForm struct {
