@@ -190,16 +190,23 @@ func TestClaimServeHonoursSettings(t *testing.T) {
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	held := make(chan error, 1)
-	go func() {
-		_, err := umar.WaitForMessages(waitCtx, "latest", 55)
-		held <- err
-	}()
+	hold := func() {
+		go func() {
+			_, err := umar.WaitForMessages(waitCtx, "latest", 55)
+			held <- err
+		}()
+	}
+	hold()
 	var second error
 	for range 100 {
 		if _, second = umar2.WaitForMessages(ctx, "latest", 1); second != nil { // a 0 s wait never counts
 			break
 		}
-		// not yet open: the 1 s wait timed out instead
+		select {
+		case <-held: // umar2's wait was open first and refused this one: hold again
+			hold()
+		default:
+		}
 	}
 	var te *relayclient.ToolError
 	if !errors.As(second, &te) || !strings.Contains(te.Message, "1 already wait") {
