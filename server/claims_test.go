@@ -6,10 +6,18 @@ package server
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"html"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +25,9 @@ import (
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
+	"github.com/ctalk/ctalk/internal/relay"
 	"github.com/ctalk/ctalk/internal/testkit"
+	"github.com/ctalk/ctalk/mcp"
 )
 
 // initializeWithCapabilities is an initialize whose capabilities object is
@@ -201,6 +211,129 @@ func TestClaimLogDurationAndErrors(t *testing.T) {
 		}
 		if strings.Contains(out, pw) {
 			t.Errorf("the log holds the password:\n%s", out)
+		}
+	})
+}
+
+// TestClaimOAuthLogsHoldNoSecrets (S68, the OAuth side): after a sign-in
+// with a password, a code exchange with its verifier, a refresh and a
+// revocation, the log holds none of the password, code, verifier, access
+// or refresh token, nor any Authorization value, while it does hold a
+// request line for each OAuth endpoint.
+func TestClaimOAuthLogsHoldNoSecrets(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachBackend(t, func(t *testing.T, store db.Store) {
+		var logs testkit.SyncBuffer
+		logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		rules := relay.New(store, relay.Options{HashConcurrency: 4})
+		srv := httptest.NewServer(Handler(Config{Store: store, Relay: rules, Logger: logger, Version: "claims",
+			MCP: mcp.NewServer(nil, mcp.Options{Version: "claims", Relay: rules, Logger: logger})}))
+		t.Cleanup(srv.Close)
+		ctx := t.Context()
+		const adminPW, userPW = "claims-Admin-Password-31", "claims-User-Password-47"
+		if _, err := rules.RegisterOrganization(ctx, relay.NewOrganization{OrgID: "acme", Name: "Acme", AdminPassword: adminPW}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rules.RegisterUser(ctx, relay.Admin{OrgID: "acme", Password: adminPW},
+			relay.NewUser{UserID: "umar", Name: "Umar", Password: userPW, Ownership: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		jar, _ := cookiejar.New(nil)
+		noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		browser := &http.Client{Jar: jar, CheckRedirect: noRedirect, Timeout: time.Minute}
+		form := func(path string, v url.Values) map[string]any {
+			t.Helper()
+			resp, err := browser.PostForm(srv.URL+path, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			out := map[string]any{}
+			json.NewDecoder(resp.Body).Decode(&out) //nolint:errcheck // revoke has no body
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("POST %s = %d %v", path, resp.StatusCode, out)
+			}
+			return out
+		}
+
+		const redirect = "http://127.0.0.1:54321/callback"
+		resp, err := browser.Post(srv.URL+"/oauth/register", "application/json", strings.NewReader(
+			`{"client_name":"Claims client","redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none",`+
+				`"grant_types":["authorization_code","refresh_token"],"response_types":["code"]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reg struct {
+			ClientID string `json:"client_id"`
+		}
+		json.NewDecoder(resp.Body).Decode(&reg) //nolint:errcheck // checked below
+		resp.Body.Close()
+		if reg.ClientID == "" {
+			t.Fatalf("register = %d, no client_id", resp.StatusCode)
+		}
+		verifier := "claims-verifier-" + strings.Repeat("v", 40)
+		sum := sha256.Sum256([]byte(verifier))
+		params := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {redirect},
+			"state": {"st-1"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])},
+			"code_challenge_method": {"S256"}, "scope": {"ctalk offline_access"}}
+		resp, err = browser.Get(srv.URL + "/oauth/authorize?" + params.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fields := url.Values{}
+		for _, m := range regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`).FindAllStringSubmatch(string(page), -1) {
+			fields.Set(m[1], html.UnescapeString(m[2]))
+		}
+		fields.Set("org_id", "acme")
+		fields.Set("user_id", "umar")
+		fields.Set("password", userPW)
+		fields.Set("decision", "allow")
+		resp, err = browser.PostForm(srv.URL+"/oauth/authorize", fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		code := ""
+		if loc != nil {
+			code = loc.Query().Get("code")
+		}
+		if resp.StatusCode != http.StatusSeeOther || code == "" {
+			t.Fatalf("sign-in = %d, Location %q; want 303 with a code", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		tok := form("/oauth/token", url.Values{"grant_type": {"authorization_code"}, "code": {code}, "client_id": {reg.ClientID},
+			"redirect_uri": {redirect}, "code_verifier": {verifier}, "resource": {srv.URL + "/oauth/mcp"}})
+		access, refresh := fmt.Sprint(tok["access_token"]), fmt.Sprint(tok["refresh_token"])
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/oauth/mcp", strings.NewReader(initializeBody))
+		req.Header = mcpHeader("Authorization", "Bearer "+access)
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("/oauth/mcp with the access token = %v, %v", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+		tok2 := form("/oauth/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh},
+			"client_id": {reg.ClientID}, "resource": {srv.URL + "/oauth/mcp"}})
+		access2, refresh2 := fmt.Sprint(tok2["access_token"]), fmt.Sprint(tok2["refresh_token"])
+		form("/oauth/revoke", url.Values{"token": {refresh2}, "client_id": {reg.ClientID}})
+
+		out := logs.String()
+		for _, path := range []string{"path=/oauth/authorize", "path=/oauth/token", "path=/oauth/revoke", "path=/oauth/mcp"} {
+			if !strings.Contains(out, path) {
+				t.Errorf("the log has no request line with %s:\n%s", path, out)
+			}
+		}
+		for name, secret := range map[string]string{"password": userPW, "code": code, "verifier": verifier,
+			"access token": access, "refresh token": refresh, "refreshed access token": access2,
+			"rotated refresh token": refresh2, "Authorization value": "Bearer ", "csrf token": fields.Get("csrf_token")} {
+			if secret == "" || secret == "<nil>" {
+				t.Errorf("the flow gave no %s to look for", name)
+				continue
+			}
+			if strings.Contains(out, secret) {
+				t.Errorf("the log holds the %s:\n%s", name, out)
+			}
 		}
 	})
 }
