@@ -337,3 +337,67 @@ func TestClaimOAuthLogsHoldNoSecrets(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimCapsCoverOAuthEndpoints (S53, S54): /mcp, /oauth/mcp and the
+// sign-in endpoints share the caps: with the global cap held by /mcp
+// requests, each of them gets 503 with Retry-After: 1; with one address's
+// share held, that address gets 503 there and another address does not.
+func TestClaimCapsCoverOAuthEndpoints(t *testing.T) {
+	t.Parallel()
+	store := sqliteStore(t)
+	rules := relay.New(store, relay.Options{HashConcurrency: 2})
+	loopback, _ := ParseTrustedProxies("127.0.0.1, ::1")
+	started, release := make(chan struct{}, 16), make(chan struct{})
+	srv := httptest.NewServer(Handler(Config{Store: store, Relay: rules, MCP: blockingServer(started, release),
+		MaxConcurrentRequests: 4, MaxRequestsPerAddress: 2, TrustedProxies: loopback}))
+	t.Cleanup(srv.Close)
+	defer close(release)
+	from := func(addr string) http.Header {
+		h := mcpHeader()
+		h.Set("X-Forwarded-For", addr)
+		return h
+	}
+	hold := func(addr string) {
+		go func() {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/mcp", strings.NewReader(blockCall(1)))
+			req.Header = from(addr)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		<-started
+	}
+	endpoints := []struct{ method, path, body, ctype string }{
+		{http.MethodPost, "/oauth/mcp", initializeBody, "application/json"},
+		{http.MethodGet, "/oauth/authorize?response_type=code&client_id=x", "", ""},
+		{http.MethodPost, "/oauth/authorize", "org_id=acme", "application/x-www-form-urlencoded"},
+		{http.MethodPost, "/oauth/token", "grant_type=refresh_token&refresh_token=x", "application/x-www-form-urlencoded"},
+		{http.MethodPost, "/oauth/register", `{"redirect_uris":["http://127.0.0.1/callback"]}`, "application/json"},
+	}
+	status := func(addr string, e struct{ method, path, body, ctype string }) (int, string) {
+		h := http.Header{"X-Forwarded-For": {addr}}
+		if e.ctype != "" {
+			h.Set("Content-Type", e.ctype)
+		}
+		resp, _ := do(t, e.method, srv.URL+e.path, e.body, h)
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+
+	hold("203.0.113.7")
+	hold("203.0.113.7") // the address's share
+	for _, e := range endpoints {
+		if s, ra := status("203.0.113.7", e); s != http.StatusServiceUnavailable || ra != "1" {
+			t.Errorf("%s %s from an address holding its share = %d Retry-After %q, want 503, 1", e.method, e.path, s, ra)
+		}
+		if s, _ := status("198.51.100.9", e); s == http.StatusServiceUnavailable {
+			t.Errorf("%s %s from another address = 503, want it served", e.method, e.path)
+		}
+	}
+	hold("198.51.100.1")
+	hold("198.51.100.2") // the global cap
+	for _, e := range endpoints {
+		if s, ra := status("192.0.2.44", e); s != http.StatusServiceUnavailable || ra != "1" {
+			t.Errorf("%s %s with every slot held = %d Retry-After %q, want 503, 1", e.method, e.path, s, ra)
+		}
+	}
+}
