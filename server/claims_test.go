@@ -5,7 +5,9 @@ package server
 // numbers are literals here, not the code's constants.
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -13,14 +15,17 @@ import (
 	"html"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ctalk/ctalk/db"
@@ -400,4 +405,153 @@ func TestClaimCapsCoverOAuthEndpoints(t *testing.T) {
 			t.Errorf("%s %s with every slot held = %d Retry-After %q, want 503, 1", e.method, e.path, s, ra)
 		}
 	}
+}
+
+// pipeListener hands Serve the server ends of in-memory connections, so a
+// synctest bubble can run the real http.Server on fake time.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8000} }
+
+// dial opens a connection to the server.
+func (l *pipeListener) dial() net.Conn {
+	client, server := net.Pipe()
+	l.conns <- server
+	return client
+}
+
+// TestClaimHTTPTimeouts (S64): the HTTP server has read-header (10 s), read
+// (30 s), write (90 s) and idle (120 s) timeouts, and an /mcp response may
+// take up to 15 minutes. Run on fake time: each bound is checked just
+// inside and just past it.
+func TestClaimHTTPTimeouts(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		// Handler wraps its /mcp chain in longWrite; the whole Handler
+		// cannot run in a bubble (mcp-go's session sweeper never ends), so
+		// /mcp here is longWrite around a handler that sleeps.
+		mux := http.NewServeMux()
+		mux.Handle("/mcp", longWrite(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			minutes, _ := strconv.ParseFloat(r.URL.Query().Get("minutes"), 64)
+			time.Sleep(time.Duration(minutes * float64(time.Minute)))
+			io.WriteString(w, "awake") //nolint:errcheck // the client sees whether it arrived
+		})))
+		mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+			d, _ := time.ParseDuration(r.URL.Query().Get("d"))
+			time.Sleep(d)
+			io.WriteString(w, "late") //nolint:errcheck // the client sees whether it arrived
+		})
+		readErr := make(chan error, 1)
+		mux.HandleFunc("/read", func(w http.ResponseWriter, r *http.Request) {
+			_, err := io.ReadAll(r.Body)
+			readErr <- err
+		})
+		ln := newPipeListener()
+		ctx, cancel := context.WithCancel(t.Context())
+		served := make(chan error, 1)
+		go func() { served <- Serve(ctx, ln, mux, time.Second, nil) }()
+
+		// closedAfter reports how long after its last write the server
+		// took to close c.
+		closedAfter := func(c net.Conn) time.Duration {
+			start := time.Now()
+			io.Copy(io.Discard, c) //nolint:errcheck // until the server closes
+			return time.Since(start)
+		}
+		c := ln.dial()
+		io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n") //nolint:errcheck // half a header
+		if d := closedAfter(c); d != 10*time.Second {
+			t.Errorf("a connection that sent half a header was closed after %v, want 10s (ReadHeaderTimeout)", d)
+		}
+		c.Close()
+
+		c = ln.dial()
+		io.WriteString(c, "POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc") //nolint:errcheck
+		start := time.Now()
+		if err := <-readErr; err == nil || time.Since(start) != 30*time.Second {
+			t.Errorf("reading a body that stalls = %v after %v, want an error after 30s (ReadTimeout)", err, time.Since(start))
+		}
+		c.Close()
+
+		get := func(path string) (string, error) {
+			c := ln.dial()
+			defer c.Close()
+			io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n") //nolint:errcheck
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				return "", err
+			}
+			b, err := io.ReadAll(resp.Body)
+			return string(b), err
+		}
+		if body, err := get("/slow?d=89s"); err != nil || body != "late" {
+			t.Errorf("a response written after 89 s = %q, %v; want it delivered", body, err)
+		}
+		if body, err := get("/slow?d=91s"); err == nil {
+			t.Errorf("a response written after 91 s was delivered (%q), want it cut by the 90 s WriteTimeout", body)
+		}
+
+		c = ln.dial()
+		io.WriteString(c, "GET /slow?d=0s HTTP/1.1\r\nHost: x\r\n\r\n") //nolint:errcheck
+		br := bufio.NewReader(c)
+		if resp, err := http.ReadResponse(br, nil); err != nil {
+			t.Errorf("GET /slow = %v", err)
+		} else {
+			io.ReadAll(resp.Body) //nolint:errcheck
+			start := time.Now()
+			io.Copy(io.Discard, br) //nolint:errcheck // until the server closes the idle connection
+			if d := time.Since(start); d != 120*time.Second {
+				t.Errorf("an idle keep-alive connection was closed after %v, want 120s (IdleTimeout)", d)
+			}
+		}
+		c.Close()
+
+		mcpCall := func(minutes float64) (int, error) {
+			c := ln.dial()
+			defer c.Close()
+			req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://x/mcp?minutes=%g", minutes), strings.NewReader("{}"))
+			if err := req.Write(c); err != nil {
+				return 0, err
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), req)
+			if err != nil {
+				return 0, err
+			}
+			b, err := io.ReadAll(resp.Body)
+			if err == nil && !strings.Contains(string(b), "awake") {
+				err = fmt.Errorf("no tool result in %q", b)
+			}
+			return resp.StatusCode, err
+		}
+		if status, err := mcpCall(14.9); err != nil || status != http.StatusOK {
+			t.Errorf("an /mcp call answered after 14.9 min = %d, %v; want it delivered (up to 15 min)", status, err)
+		}
+		if _, err := mcpCall(15.1); err == nil {
+			t.Errorf("an /mcp call answered after 15.1 min was delivered, want it cut at 15 min")
+		}
+
+		cancel()
+		ln.Close()
+		if err := <-served; err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	})
 }
