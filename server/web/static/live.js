@@ -104,7 +104,13 @@
       }
       return r.text();
     }).then(function (html) {
-      var fresh = new DOMParser().parseFromString(html, 'text/html').querySelector('main');
+      // Only <main> is parsed: the page's <style> carries another response's
+      // nonce, and parsing it here would be a (harmless, but logged) CSP
+      // violation. People's text is escaped, so "<main" is the element.
+      var start = html.indexOf('<main');
+      var end = html.lastIndexOf('</main>');
+      var fresh = start < 0 || end < start ? null
+        : new DOMParser().parseFromString(html.slice(start, end + 7), 'text/html').querySelector('main');
       if (!fresh) {
         throw new Error('no main in the page');
       }
