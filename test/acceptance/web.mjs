@@ -19,7 +19,7 @@
 //   5. umar's check_replies (MCP) returns exactly the text john typed
 //   6. Asked: john asks umar from the page, and umar's check_inbox has it; People and a
 //      profile; a missing question's 404 page; sign-out
-//   live updates (desktop and phone): john's inbox is open, its script has opened /app/events
+//   7. live updates (desktop and phone): john's inbox is open, its script has opened /app/events
 //      and caught up; umar asks through MCP; the question appears on the page without any
 //      navigation, with a role=status note (screenshot "inbox-live")
 // Every page: no console error or page error (a CSP violation is one), and axe-core reports no
