@@ -112,7 +112,7 @@ func (f *Face) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 		f.fail(w, r, s, err)
 		return
 	}
-	v := &inboxView{base: base{Title: "Inbox", Nav: "inbox"}, Questions: in.Questions}
+	v := &inboxView{base: base{Title: "Inbox", Nav: "inbox", Live: LiveScript}, Questions: in.Questions}
 	if in.More {
 		v.NextAfter = in.Questions[len(in.Questions)-1].MessageID
 	}
@@ -233,7 +233,7 @@ type askedView struct {
 
 // asked lists my questions with their answers, and asks a new one.
 func (f *Face) asked(w http.ResponseWriter, r *http.Request, s *session) {
-	v := &askedView{base: base{Title: "Asked", Nav: "asked"}}
+	v := &askedView{base: base{Title: "Asked", Nav: "asked", Live: LiveScript}}
 	v.setSession(s)
 	status := http.StatusOK
 	if r.Method == http.MethodPost {

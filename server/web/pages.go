@@ -64,6 +64,7 @@ type base struct {
 	Nav    string // the current section: inbox, asked, people
 	Alert  string // an error, shown with role=alert
 	Status string // a confirmation, shown with role=status
+	Live   string // the live-updates script's URL (live.go), or "" for none
 }
 
 func (b *base) setSession(s *session) {
@@ -91,7 +92,13 @@ func (p *pages) render(w http.ResponseWriter, status int, name string, b *base, 
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+b.Nonce+"'; img-src 'self' data:; "+
+	script := ""
+	if b.Live != "" {
+		// Only pages with live updates run a script: this site's file, which
+		// listens to /app/events and fetches the page again.
+		script = "script-src 'self'; connect-src 'self'; "
+	}
+	h.Set("Content-Security-Policy", "default-src 'none'; "+script+"style-src 'nonce-"+b.Nonce+"'; img-src 'self' data:; "+
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")

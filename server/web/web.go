@@ -76,6 +76,8 @@ func (f *Face) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+Prefix+"/people/{id}", f.signedIn(f.person))
 	mux.HandleFunc("GET "+Prefix+"/tokens", f.signedIn(f.tokens))
 	mux.HandleFunc("POST "+Prefix+"/tokens", f.signedIn(f.tokens))
+	mux.HandleFunc("GET "+Prefix+"/events", f.signedIn(f.events))
+	mux.HandleFunc("GET "+Prefix+"/static/live.js", f.liveScript)
 	mux.HandleFunc(Prefix+"/", f.signedIn(func(w http.ResponseWriter, r *http.Request, s *session) {
 		f.notFound(w, s)
 	}))

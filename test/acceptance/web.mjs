@@ -19,6 +19,9 @@
 //   5. umar's check_replies (MCP) returns exactly the text john typed
 //   6. Asked: john asks umar from the page, and umar's check_inbox has it; People and a
 //      profile; a missing question's 404 page; sign-out
+//   7. live updates (desktop and phone): john's inbox is open, its script has opened /app/events
+//      and caught up; umar asks through MCP; the question appears on the page without any
+//      navigation, with a role=status note (screenshot "inbox-live")
 // Every page: no console error or page error (a CSP violation is one), and axe-core reports no
 // serious or critical violation. Passwords and tokens are never printed.
 import { createHash, randomBytes } from "node:crypto";
@@ -245,6 +248,52 @@ async function tokensVisit(browser, client, view) {
   await context.close();
 }
 
+// ---- live updates (issue 13): with the inbox open, a question asked through MCP appears on the
+// page without a navigation (live.js hears GET /app/events and swaps the list in place), with a
+// role=status note; no console error, axe clean, a screenshot ("inbox-live").
+async function live(browser, client, umar, view) {
+  const context = await browser.newContext(view.options);
+  const page = await context.newPage();
+  const problems = [];
+  page.on("console", (m) => { if (m.type() === "error") problems.push(`console error: ${m.text()}`); });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("dialog", (d) => { problems.push(`a dialog opened (${d.type()}): markup ran`); d.dismiss().catch(() => {}); });
+
+  await page.goto(`${base}/app/signin`);
+  await page.fill("#org_id", org);
+  await page.fill("#user_id", "john");
+  await page.fill("#password", userPassword);
+  // The stream opens, then the script catches up once (a fetch of the page): only after both is
+  // the question asked, so only the stream's event can bring it.
+  const streamOpen = page.waitForResponse((r) => new URL(r.url()).pathname === "/app/events", { timeout: 15000 });
+  const caughtUp = page.waitForResponse((r) => r.url() === `${base}/app` && r.request().resourceType() === "fetch", { timeout: 15000 });
+  await Promise.all([page.waitForURL(`${base}/app`, { timeout: 15000 }), page.click("button[type=submit]")]);
+  const stream = await streamOpen.catch(() => null);
+  if (!stream || stream.status() !== 200) fail(`${view.name} live: the inbox opened no event stream (${stream?.status()})`);
+  if (!(await caughtUp.catch(() => null))) fail(`${view.name} live: the script did not fetch the page after the stream opened`);
+
+  const navigations = [];
+  page.on("framenavigated", (f) => { if (f === page.mainFrame()) navigations.push(f.url()); });
+  await page.evaluate(() => { globalThis.ctalkSamePage = true; });
+  const text = `Live ${view.name}: is the deploy frozen?`;
+  const refreshed = page.waitForResponse((r) => r.url() === `${base}/app` && r.request().resourceType() === "fetch", { timeout: 15000 });
+  const { message_id: id } = await callOK(client, "ask_person", { auth_token: umar, to_user_id: "john", question: text });
+  await refreshed.catch(() => null);
+  const card = page.locator("li.card", { hasText: text });
+  await card.waitFor({ timeout: 15000 }).catch(() => fail(`${view.name} live: question ${id} did not appear on the open inbox`));
+  if (navigations.length || !(await page.evaluate(() => globalThis.ctalkSamePage === true))) {
+    fail(`${view.name} live: the page navigated (${navigations.join(", ") || "reloaded"}) instead of updating in place`);
+  }
+  if (!(await card.locator("a.open").getAttribute("href"))?.endsWith(`/app/q/${id}`)) fail(`${view.name} live: the new card does not link to question ${id}`);
+  const note = await page.locator('main [role="status"]').first().textContent();
+  if (!note.includes("New question")) fail(`${view.name} live: the role=status note says ${JSON.stringify(note)}, want "New question"`);
+  if (problems.length) fail(`${view.name} inbox-live: ${problems.join("; ")}`);
+  const minor = await axe(page, `${view.name} inbox-live`);
+  if (shots) await page.screenshot({ path: join(shots, `${view.name}-inbox-live.png`), fullPage: true });
+  log(`${view.name}: a question asked through MCP appeared on the open inbox without navigation; no console error, axe: no serious or critical violation (${minor} minor)`);
+  await context.close();
+}
+
 let code = 0;
 try {
   const client = await mcp();
@@ -270,6 +319,7 @@ try {
     ]) {
       await run(browser, client, umar, view);
       await tokensVisit(browser, client, view);
+      if (view.name !== "phone-dark") await live(browser, client, umar, view);
     }
   } finally {
     await browser.close();
