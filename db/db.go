@@ -47,6 +47,8 @@ type User struct {
 	DeactivatedAt *time.Time
 	// RepliesSeenSeq is the newest answer sequence number check_replies has shown the user.
 	RepliesSeenSeq int64
+	// AdminSince is when the person was given the admin role (nil: not an admin).
+	AdminSince *time.Time
 }
 
 // Token is a stored auth token: only the SHA-256 hash of the secret is kept.
@@ -159,6 +161,7 @@ type Queries interface {
 	OAuthQueries
 	WebQueries
 	TokenListQueries
+	AdminQueries
 
 	CreateMessage(ctx context.Context, m Message) error
 	// AskPerson stores a question from a token's owner to another user of

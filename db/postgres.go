@@ -119,7 +119,7 @@ func (a pgQueries) AllocateEvent(ctx context.Context, orgID string) (int64, erro
 func (a pgQueries) CreateUser(ctx context.Context, u User) error {
 	return pgError(a.q.CreateUser(ctx, pgdb.CreateUserParams{
 		OrgID: u.OrgID, ID: u.ID, Name: u.Name, PasswordHash: u.PasswordHash, Ownership: u.Ownership,
-		Notes: u.Notes, ProfileNotes: u.ProfileNotes, CreatedAt: u.CreatedAt,
+		Notes: u.Notes, ProfileNotes: u.ProfileNotes, CreatedAt: u.CreatedAt, AdminSince: u.AdminSince,
 	}))
 }
 

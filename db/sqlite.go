@@ -208,7 +208,7 @@ func (a sqliteQueries) AllocateEvent(ctx context.Context, orgID string) (int64, 
 func (a sqliteQueries) CreateUser(ctx context.Context, u User) error {
 	return sqliteError(a.q.CreateUser(ctx, sqlitedb.CreateUserParams{
 		OrgID: u.OrgID, ID: u.ID, Name: u.Name, PasswordHash: u.PasswordHash, Ownership: u.Ownership,
-		Notes: u.Notes, ProfileNotes: u.ProfileNotes, CreatedAt: u.CreatedAt,
+		Notes: u.Notes, ProfileNotes: u.ProfileNotes, CreatedAt: u.CreatedAt, AdminSince: u.AdminSince,
 	}))
 }
 

@@ -174,6 +174,9 @@ func (s *Service) Authorize(ctx context.Context, req AuthorizeRequest, orgIDArg,
 		if err := q.CreateOAuthCode(ctx, c); err != nil {
 			return err
 		}
+		if err := s.audit(ctx, q, u.OrgID, u.ID, AuditSignIn, u.ID, "connected client "+quoteShort(g.ClientName)); err != nil {
+			return err
+		}
 		// Spent and expired codes and refresh tokens, and grants revoked a
 		// day ago, are of no use: each sign-in sweeps them.
 		_, err := q.PruneOAuth(ctx, now.Add(-oauthKeep))
@@ -394,8 +397,10 @@ func (s *Service) RevokeOAuthToken(ctx context.Context, token, clientID string) 
 			if err != nil || g.ClientID != clientID {
 				return ignoreNotFound(err)
 			}
-			_, err = q.RevokeOAuthGrant(ctx, g.OrgID, g.UserID, g.ID, now)
-			return err
+			if n, err := q.RevokeOAuthGrant(ctx, g.OrgID, g.UserID, g.ID, now); err != nil || n == 0 {
+				return err
+			}
+			return s.audit(ctx, q, g.OrgID, g.UserID, AuditTokenRevoke, g.UserID, revokedDetail(TokenKindOAuth, g.ClientName))
 		}
 		t, err := q.GetToken(ctx, hash)
 		if errors.Is(err, db.ErrNotFound) || t.GrantID == nil {
@@ -407,7 +412,10 @@ func (s *Service) RevokeOAuthToken(ctx context.Context, token, clientID string) 
 		if err != nil || g.ClientID != clientID {
 			return ignoreNotFound(err)
 		}
-		return q.RevokeToken(ctx, hash, now)
+		if err := q.RevokeToken(ctx, hash, now); err != nil {
+			return ignoreNotFound(err)
+		}
+		return s.audit(ctx, q, g.OrgID, g.UserID, AuditTokenRevoke, g.UserID, revokedDetail(TokenKindOAuth, g.ClientName))
 	})
 }
 
@@ -543,7 +551,7 @@ func (s *Service) RevokeConnectedClient(ctx context.Context, cred Credentials, i
 		if n == 0 {
 			return errorf(KindNotFound, "you have no connected client %s: call list_connected_clients to see the ids", quoteShort(id))
 		}
-		return nil
+		return s.auditRevoke(ctx, q, c, TokenKindOAuth, id)
 	})
 	if err != nil {
 		return RevokeResult{}, err

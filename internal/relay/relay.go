@@ -142,6 +142,15 @@ func (c Credentials) tokenHash() ([]byte, error) {
 	return hashToken(token), nil
 }
 
+// tokenHashOrNil is the stored hash of c's token, or nil.
+func (c *Credentials) tokenHashOrNil() []byte {
+	if c == nil {
+		return nil
+	}
+	h, _ := c.tokenHash()
+	return h
+}
+
 // caller is the authenticated user of a call.
 type caller struct {
 	user  db.User

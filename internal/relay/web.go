@@ -62,7 +62,10 @@ func (s *Service) SignInWeb(ctx context.Context, orgIDArg, userIDArg, pass strin
 		if err := stillVerified(ctx, q, u, errBadLogin); err != nil {
 			return err
 		}
-		return q.CreateToken(ctx, tok)
+		if err := q.CreateToken(ctx, tok); err != nil {
+			return err
+		}
+		return s.audit(ctx, q, u.OrgID, u.ID, AuditSignIn, u.ID, "web")
 	})
 	if err != nil {
 		return WebSession{}, err
@@ -74,7 +77,10 @@ func (s *Service) SignInWeb(ctx context.Context, orgIDArg, userIDArg, pass strin
 // already signed out: that is no error.
 func (s *Service) SignOutWeb(ctx context.Context, cred Credentials) error {
 	err := s.store.InTx(ctx, s.asCaller(ctx, cred, func(q db.Queries, c caller) error {
-		return ignoreNotFound(q.RevokeToken(ctx, c.token.TokenHash, s.clock()))
+		if err := q.RevokeToken(ctx, c.token.TokenHash, s.clock()); err != nil {
+			return ignoreNotFound(err)
+		}
+		return s.auditRevoke(ctx, q, c, TokenKindWeb, "")
 	}))
 	var re *Error
 	if errors.As(err, &re) && re.Kind == KindUnauthorized {

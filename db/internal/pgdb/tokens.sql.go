@@ -63,7 +63,7 @@ func (q *Queries) GetToken(ctx context.Context, tokenHash []byte) (AuthToken, er
 }
 
 const getTokenUser = `-- name: GetTokenUser :one
-SELECT auth_tokens.token_hash, auth_tokens.org_id, auth_tokens.user_id, auth_tokens.created_at, auth_tokens.expires_at, auth_tokens.revoked_at, auth_tokens.grant_id, auth_tokens.resource, auth_tokens.scope, users.org_id, users.id, users.name, users.password_hash, users.ownership, users.notes, users.profile_notes, users.created_at, users.deactivated_at, users.replies_seen_seq
+SELECT auth_tokens.token_hash, auth_tokens.org_id, auth_tokens.user_id, auth_tokens.created_at, auth_tokens.expires_at, auth_tokens.revoked_at, auth_tokens.grant_id, auth_tokens.resource, auth_tokens.scope, users.org_id, users.id, users.name, users.password_hash, users.ownership, users.notes, users.profile_notes, users.created_at, users.deactivated_at, users.replies_seen_seq, users.admin_since
 FROM auth_tokens
 JOIN users ON users.org_id = auth_tokens.org_id AND users.id = auth_tokens.user_id
 WHERE auth_tokens.token_hash = $1
@@ -98,6 +98,7 @@ func (q *Queries) GetTokenUser(ctx context.Context, tokenHash []byte) (GetTokenU
 		&i.User.CreatedAt,
 		&i.User.DeactivatedAt,
 		&i.User.RepliesSeenSeq,
+		&i.User.AdminSince,
 	)
 	return i, err
 }

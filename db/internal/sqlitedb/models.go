@@ -8,6 +8,17 @@ import (
 	"time"
 )
 
+type AuditLog struct {
+	ID           int64
+	OrgID        string
+	At           time.Time
+	ActorUserID  string
+	Action       string
+	TargetUserID string
+	Address      string
+	Detail       string
+}
+
 type AuthToken struct {
 	TokenHash []byte
 	OrgID     string
@@ -100,4 +111,5 @@ type User struct {
 	CreatedAt      time.Time
 	DeactivatedAt  *time.Time
 	RepliesSeenSeq int64
+	AdminSince     *time.Time
 }

@@ -1,0 +1,27 @@
+-- +goose Up
+-- The web app's admin console (issue 13). An organization admin is a person
+-- holding the admin role, granted with the organization's admin password
+-- once; admin work then needs their own sign-in, never the admin password
+-- in a conversation.
+ALTER TABLE users ADD COLUMN admin_since TIMESTAMP;
+
+-- The audit log: admin actions, sign-ins, sign-in locks and token
+-- revocations of an organization, with who, when and from which address.
+-- It never holds a password, a token or message text. actor_user_id is
+-- empty for actions authorized by the admin password (the MCP admin tools)
+-- and for events with no signed-in person (a lock).
+CREATE TABLE audit_log (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    org_id         TEXT        NOT NULL REFERENCES organizations (id),
+    at             TIMESTAMP   NOT NULL,
+    actor_user_id  TEXT        NOT NULL,
+    action         TEXT        NOT NULL,
+    target_user_id TEXT        NOT NULL,
+    address        TEXT        NOT NULL,
+    detail         TEXT        NOT NULL
+);
+CREATE INDEX audit_log_org ON audit_log (org_id, id);
+
+-- +goose Down
+DROP TABLE audit_log;
+ALTER TABLE users DROP COLUMN admin_since;
