@@ -79,7 +79,9 @@ func TestAdminRole(t *testing.T) {
 		if _, err := f.s.RegisterUser(ctx, asUmar, NewUser{UserID: "eve", Name: "Eve", Password: "eve-password-1"}); err != nil {
 			t.Fatalf("RegisterUser as admin = %v", err)
 		}
-		f.login("acme", "eve")
+		if _, err := f.s.Login(ctx, "acme", "eve", "eve-password-1"); err != nil {
+			t.Fatalf("eve cannot log in after an admin registered her: %v", err)
+		}
 		johnTok := f.login("acme", "john")
 		if _, err := f.s.UpdateUserProfileNotes(ctx, asUmar, "john", "owns billing"); err != nil {
 			t.Fatal(err)
@@ -89,8 +91,8 @@ func TestAdminRole(t *testing.T) {
 			t.Fatalf("GeneratePassword() = %q: want a fresh 20+ character password each time", newPass)
 		}
 		res, err := f.s.ResetUserPassword(ctx, asUmar, "john", newPass)
-		if err != nil || res.TokensRevoked != 1 {
-			t.Fatalf("ResetUserPassword as admin = %+v, %v; want john's token revoked", res, err)
+		if err != nil || res.TokensRevoked != 2 {
+			t.Fatalf("ResetUserPassword as admin = %+v, %v; want john's two tokens revoked", res, err)
 		}
 		if _, err := f.s.Whoami(ctx, Credentials{Token: johnTok}); err == nil {
 			t.Fatal("john's token works after an admin reset his password")
@@ -135,7 +137,9 @@ func TestAdminRole(t *testing.T) {
 		}
 		_, err = f.s.DeactivateUser(ctx, asUmar, "john")
 		wantKind(t, "DeactivateUser with a signed-out session", err, KindUnauthorized)
-		f.login("acme", "eve")
+		if _, err := f.s.Login(ctx, "acme", "john", newPass); err != nil {
+			t.Fatalf("john was deactivated by a signed-out session: %v", err)
+		}
 
 		// A deactivated admin's session stops.
 		boss := f.webSession("acme", "umar", testUserPassword)
