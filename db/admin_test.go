@@ -159,3 +159,39 @@ func TestAdminMigrationDown(t *testing.T) {
 		})
 	})
 }
+
+// TestPruneTokens deletes the tokens that expired before the cutoff, live,
+// revoked or issued to an OAuth client alike, and keeps the others.
+func TestPruneTokens(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s db.Store) {
+		ctx := t.Context()
+		seedOrg(t, s, "a", "amy")
+		cutoff := t0.Add(24 * time.Hour)
+		tok := func(hash string, exp time.Time) db.Token {
+			return db.Token{TokenHash: []byte(hash), OrgID: "a", UserID: "amy", CreatedAt: t0, ExpiresAt: exp}
+		}
+		g := newGrant("a", "amy", "g", t0)
+		access := accessToken("access-expired", g) // expires t0+1h
+		create(t, s, g, access, tok("expired", cutoff.Add(-time.Second)), tok("at-cutoff", cutoff), tok("live", cutoff.Add(time.Hour)),
+			tok("revoked-live", cutoff.Add(time.Hour)))
+		mustTx(t, s, func(q db.Queries) error { return q.RevokeToken(ctx, []byte("revoked-live"), t0) })
+		var n int64
+		mustTx(t, s, func(q db.Queries) (err error) {
+			n, err = q.PruneTokens(ctx, cutoff)
+			return err
+		})
+		if n != 2 {
+			t.Errorf("PruneTokens(cutoff) = %d, want 2 (expired, access-expired)", n)
+		}
+		view(t, s, func(q db.Queries) error {
+			for hash, want := range map[string]bool{"expired": false, "access-expired": false, "at-cutoff": true, "live": true, "revoked-live": true} {
+				_, err := q.GetToken(ctx, []byte(hash))
+				if got := err == nil; got != want {
+					t.Errorf("after PruneTokens: token %s kept = %v (%v), want %v", hash, got, err, want)
+				}
+			}
+			return nil
+		})
+	})
+}

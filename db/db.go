@@ -157,6 +157,8 @@ type Queries interface {
 	// grant if keep has one, marking the revoked grants' refresh tokens used.
 	// It returns how many access tokens it revoked.
 	RevokeUserTokens(ctx context.Context, orgID, userID string, keep []byte, at time.Time) (int64, error)
+	// PruneTokens deletes the tokens that expired before before and returns how many.
+	PruneTokens(ctx context.Context, before time.Time) (int64, error)
 
 	OAuthQueries
 	WebQueries

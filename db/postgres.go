@@ -393,3 +393,8 @@ func (a pgQueries) GetTokenUser(ctx context.Context, hash []byte) (Token, User, 
 	r, err := a.q.GetTokenUser(ctx, hash)
 	return Token(r.AuthToken), User(r.User), pgError(err)
 }
+
+func (a pgQueries) PruneTokens(ctx context.Context, before time.Time) (int64, error) {
+	n, err := a.q.PruneTokens(ctx, before)
+	return n, pgError(err)
+}

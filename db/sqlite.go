@@ -408,3 +408,8 @@ func (a sqliteQueries) GetTokenUser(ctx context.Context, hash []byte) (Token, Us
 	r, err := a.q.GetTokenUser(ctx, hash)
 	return Token(r.AuthToken), User(r.User), sqliteError(err)
 }
+
+func (a sqliteQueries) PruneTokens(ctx context.Context, before time.Time) (int64, error) {
+	n, err := a.q.PruneTokens(ctx, before)
+	return n, sqliteError(err)
+}

@@ -171,6 +171,9 @@ func (s *Service) Login(ctx context.Context, orgIDArg, userIDArg, pass string) (
 		if err := q.CreateToken(ctx, tok); err != nil {
 			return err
 		}
+		if _, err := q.PruneTokens(ctx, now.Add(-oauthKeep)); err != nil {
+			return err
+		}
 		return s.audit(ctx, q, u.OrgID, u.ID, AuditSignIn, u.ID, "login tool")
 	})
 	if err != nil {

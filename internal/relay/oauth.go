@@ -36,7 +36,7 @@ const (
 	// token is issued either way.
 	ScopeOfflineAccess = "offline_access"
 
-	// oauthKeep is how long expired codes and refresh tokens, and revoked
+	// oauthKeep is how long expired codes, refresh and access tokens, and revoked
 	// grants, are kept before a sign-in prunes them.
 	oauthKeep = 24 * time.Hour
 
@@ -351,6 +351,10 @@ func (s *Service) issue(ctx context.Context, q db.Queries, g db.OAuthGrant, scop
 	if err := q.CreateOAuthRefresh(ctx, db.OAuthRefresh{
 		TokenHash: rhash, GrantID: g.ID, CreatedAt: now, ExpiresAt: now.Add(RefreshTokenTTL),
 	}); err != nil {
+		return OAuthTokens{}, err
+	}
+	// Each refresh leaves an expired access token behind an hour later.
+	if _, err := q.PruneTokens(ctx, now.Add(-oauthKeep)); err != nil {
 		return OAuthTokens{}, err
 	}
 	return OAuthTokens{

@@ -65,6 +65,9 @@ func (s *Service) SignInWeb(ctx context.Context, orgIDArg, userIDArg, pass strin
 		if err := q.CreateToken(ctx, tok); err != nil {
 			return err
 		}
+		if _, err := q.PruneTokens(ctx, now.Add(-oauthKeep)); err != nil {
+			return err
+		}
 		return s.audit(ctx, q, u.OrgID, u.ID, AuditSignIn, u.ID, "web")
 	})
 	if err != nil {

@@ -103,6 +103,20 @@ func (q *Queries) GetTokenUser(ctx context.Context, tokenHash []byte) (GetTokenU
 	return i, err
 }
 
+const pruneTokens = `-- name: PruneTokens :execrows
+DELETE FROM auth_tokens WHERE expires_at < $1
+`
+
+// Deletes tokens that expired before the cutoff (revoked ones included):
+// a missing token is refused exactly like an expired one.
+func (q *Queries) PruneTokens(ctx context.Context, before time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, pruneTokens, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const revokeToken = `-- name: RevokeToken :execrows
 UPDATE auth_tokens SET revoked_at = $1
 WHERE token_hash = $2 AND revoked_at IS NULL
