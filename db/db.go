@@ -65,6 +65,9 @@ type Token struct {
 	GrantID  *string
 	Resource *string
 	Scope    *string
+	// LastUsedAt is when the token was last recorded as used (TouchToken):
+	// within a few minutes of its newest use. Nil: not since it was issued.
+	LastUsedAt *time.Time
 }
 
 // Message is a question from one user to another in the same organization, with
@@ -157,6 +160,9 @@ type Queries interface {
 	// grant if keep has one, marking the revoked grants' refresh tokens used.
 	// It returns how many access tokens it revoked.
 	RevokeUserTokens(ctx context.Context, orgID, userID string, keep []byte, at time.Time) (int64, error)
+	// TouchToken records that a token was used at usedAt, unless a use since
+	// staleBefore is recorded already.
+	TouchToken(ctx context.Context, hash []byte, usedAt, staleBefore time.Time) error
 	// PruneTokens deletes the tokens that expired before before and returns how many.
 	PruneTokens(ctx context.Context, before time.Time) (int64, error)
 

@@ -185,12 +185,16 @@ func (a pgQueries) AskPerson(ctx context.Context, p AskParams) (AskOutcome, erro
 	if err != nil {
 		return AskOutcome{}, pgError(err)
 	}
-	return AskOutcome{
+	out := AskOutcome{
 		Status: AskStatus(r.Status),
 		Message: Message{OrgID: r.OrgID, ID: r.ID, FromUserID: r.FromUserID, ToUserID: p.ToUserID,
 			Question: p.Question, AskedAt: p.At, AskedSeq: r.AskedSeq},
 		ToName: r.ToName,
-	}, nil
+	}
+	if r.TokenLastUsedAt.Unix() != 0 {
+		out.TokenLastUsedAt = &r.TokenLastUsedAt
+	}
+	return out, nil
 }
 
 func (a pgQueries) GetMessage(ctx context.Context, orgID string, id int64) (Message, error) {
@@ -397,4 +401,9 @@ func (a pgQueries) GetTokenUser(ctx context.Context, hash []byte) (Token, User, 
 func (a pgQueries) PruneTokens(ctx context.Context, before time.Time) (int64, error) {
 	n, err := a.q.PruneTokens(ctx, before)
 	return n, pgError(err)
+}
+
+func (a pgQueries) TouchToken(ctx context.Context, hash []byte, usedAt, staleBefore time.Time) error {
+	_, err := a.q.TouchToken(ctx, pgdb.TouchTokenParams{UsedAt: &usedAt, TokenHash: hash, StaleBefore: &staleBefore})
+	return pgError(err)
 }

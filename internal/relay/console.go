@@ -207,7 +207,7 @@ func (s *Service) ListOrgTokens(ctx context.Context, a Admin) (OrgTokens, error)
 		for _, t := range toks {
 			exp := t.ExpiresAt
 			out.Tokens = append(out.Tokens, OrgToken{UserID: t.UserID, MyToken: MyToken{
-				ID: tokenPublicID(t.TokenHash), Kind: tokenKind(t), CreatedAt: t.CreatedAt, ExpiresAt: &exp,
+				ID: tokenPublicID(t.TokenHash), Kind: tokenKind(t), CreatedAt: t.CreatedAt, ExpiresAt: &exp, LastUsedAt: t.LastUsedAt,
 				Current: string(t.TokenHash) == string(mine)}})
 		}
 		grants, err := q.ListOrgGrants(ctx, auth.org.ID)

@@ -86,7 +86,7 @@ func (s *Service) ListMyTokens(ctx context.Context, cred Credentials) (MyTokens,
 		for _, t := range toks {
 			exp := t.ExpiresAt
 			out.Tokens = append(out.Tokens, MyToken{
-				ID: tokenPublicID(t.TokenHash), Kind: tokenKind(t), CreatedAt: t.CreatedAt, ExpiresAt: &exp,
+				ID: tokenPublicID(t.TokenHash), Kind: tokenKind(t), CreatedAt: t.CreatedAt, ExpiresAt: &exp, LastUsedAt: t.LastUsedAt,
 				Current: string(t.TokenHash) == string(c.token.TokenHash),
 			})
 		}

@@ -20,15 +20,16 @@ type AuditLog struct {
 }
 
 type AuthToken struct {
-	TokenHash []byte
-	OrgID     string
-	UserID    string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	RevokedAt *time.Time
-	GrantID   *string
-	Resource  *string
-	Scope     *string
+	TokenHash  []byte
+	OrgID      string
+	UserID     string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	RevokedAt  *time.Time
+	GrantID    *string
+	Resource   *string
+	Scope      *string
+	LastUsedAt *time.Time
 }
 
 type LoginThrottle struct {

@@ -172,7 +172,7 @@ func (q *Queries) ListOrgGrants(ctx context.Context, orgID string) ([]OauthGrant
 }
 
 const listOrgTokens = `-- name: ListOrgTokens :many
-SELECT token_hash, org_id, user_id, created_at, expires_at, revoked_at, grant_id, resource, scope FROM auth_tokens
+SELECT token_hash, org_id, user_id, created_at, expires_at, revoked_at, grant_id, resource, scope, last_used_at FROM auth_tokens
 WHERE org_id = ?1
   AND revoked_at IS NULL AND expires_at > ?2 AND grant_id IS NULL
 ORDER BY created_at DESC, token_hash
@@ -206,6 +206,7 @@ func (q *Queries) ListOrgTokens(ctx context.Context, arg ListOrgTokensParams) ([
 			&i.GrantID,
 			&i.Resource,
 			&i.Scope,
+			&i.LastUsedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -22,6 +22,9 @@ CREATE TABLE audit_log (
 );
 CREATE INDEX audit_log_org ON audit_log (org_id, id);
 
+-- When a token was last used, at most every few minutes (the tokens pages).
+ALTER TABLE auth_tokens ADD COLUMN last_used_at TIMESTAMPTZ;
+
 -- Expired tokens are deleted (PruneTokens): OAuth access tokens last an
 -- hour, so a connected client leaves one behind every hour it is used.
 CREATE INDEX auth_tokens_expires ON auth_tokens (expires_at);
@@ -29,4 +32,5 @@ CREATE INDEX auth_tokens_expires ON auth_tokens (expires_at);
 -- +goose Down
 DROP INDEX auth_tokens_expires;
 DROP TABLE audit_log;
+ALTER TABLE auth_tokens DROP COLUMN last_used_at;
 ALTER TABLE users DROP COLUMN admin_since;
