@@ -226,6 +226,10 @@ type Store interface {
 	// Values coalesce. The subscription holds no database connection; cancel
 	// ends it, and so does the end of ctx.
 	Subscribe(ctx context.Context, orgID, userID string) (wake <-chan struct{}, cancel func())
+	// TouchTokens records when tokens were used (Queries.TouchToken), in a
+	// transaction of its own: bookkeeping that runs beside the calls, never
+	// inside one.
+	TouchTokens(ctx context.Context, uses []TokenUse) error
 	// Connections reports the store's pooled database connections: how many
 	// are open and how many are in use. (PostgreSQL's LISTEN connection,
 	// once open, is one more, outside the pool.)

@@ -60,17 +60,14 @@ func (s *Service) writeTouches() {
 			return
 		}
 		t.mu.Unlock()
+		uses := make([]db.TokenUse, 0, len(batch))
+		for hash, at := range batch {
+			uses = append(uses, db.TokenUse{Hash: []byte(hash), At: at, StaleBefore: at.Add(-touchEvery)})
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		// A failure (a database away, a store closing) loses only these
 		// times: the next use of each token queues it again.
-		_ = s.store.InTx(ctx, func(q db.Queries) error {
-			for hash, at := range batch {
-				if err := q.TouchToken(ctx, []byte(hash), at, at.Add(-touchEvery)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		_ = s.store.TouchTokens(ctx, uses)
 		cancel()
 	}
 }
