@@ -255,7 +255,12 @@ func TestWebAdmin(t *testing.T) {
 		}
 		checkTokens(t, cs, true, eveTok)
 
-		// The audit log: who, what, whom, from where; no secret.
+		// The audit log: who, what, whom, from where; no secret. Every entry
+		// came through HTTP (a page or /mcp), so each has the client's address.
+		ninaLast := sessionOf(t, nina)
+		if p := nina.post(t, "/app/signout", url.Values{"csrf_token": {csrf(t, nina.get(t, "/app/people"))}}); p.status != http.StatusSeeOther {
+			t.Errorf("nina signs out = %d", p.status)
+		}
 		audit := admin.get(t, "/app/admin/audit")
 		if audit.status != http.StatusOK {
 			t.Fatalf("GET /app/admin/audit = %d", audit.status)
@@ -266,17 +271,20 @@ func TestWebAdmin(t *testing.T) {
 			`<td data-label="Did">signed in</td>`, `<td data-label="Did">revoked a token of</td>`,
 			`<td data-label="Did">gave the admin role to</td>`,
 			`<a href="/app/admin/people/umar">umar</a>`, `<td data-label="Who">admin password</td>`,
-			`<td data-label="From">127.0.0.1</td>`,
+			`<td data-label="From" class="addr">127.0.0.1</td>`, `<td data-label="Detail">web session</td>`,
 		} {
 			if !strings.Contains(audit.body, want) {
 				t.Errorf("the audit page lacks %s", want)
 			}
 		}
 		for _, secret := range []string{first, second, umarTok, johnTok, eveTok, adminPassword, userPassword,
-			sessionOf(t, nina), adminSession, sessionOf(t, john)} {
+			ninaLast, adminSession, sessionOf(t, john)} {
 			if strings.Contains(audit.body, secret) {
 				t.Errorf("the audit page contains a password or a token (%.10s…)", secret)
 			}
+		}
+		if strings.Contains(audit.body, `class="addr">local<`) {
+			t.Errorf("an entry made through a page has no client address\n%s", audit.body)
 		}
 
 		// The admin password: a wrong current one and a mismatch change

@@ -32,7 +32,7 @@ func (f *Face) tokens(w http.ResponseWriter, r *http.Request, s *session) {
 	v.setSession(s)
 	status := http.StatusOK
 	if r.Method == http.MethodPost {
-		out, err := f.cfg.Relay.RevokeMyToken(r.Context(), s.cred, r.PostForm.Get("id"))
+		out, err := f.cfg.Relay.RevokeMyToken(f.withAddr(r), s.cred, r.PostForm.Get("id"))
 		if err == nil {
 			if out.Current {
 				f.clearSession(w, f.secure(r))
