@@ -212,12 +212,20 @@ async function mcpFetch(tool, args) {
   return { isError: !!result?.isError, text: (result?.content || []).map((c) => c.text ?? "").join("\n") };
 }
 
-async function tokensVisit(browser, client, view) {
+// watchedPage opens a page at view's size whose console errors, page errors and dialogs (markup
+// that ran) are collected in problems.
+async function watchedPage(browser, view) {
   const context = await browser.newContext(view.options);
   const page = await context.newPage();
   const problems = [];
   page.on("console", (m) => { if (m.type() === "error") problems.push(`console error: ${m.text()}`); });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("dialog", (d) => { problems.push(`a dialog opened (${d.type()}): markup ran`); d.dismiss().catch(() => {}); });
+  return { context, page, problems };
+}
+
+async function tokensVisit(browser, client, view) {
+  const { context, page, problems } = await watchedPage(browser, view);
   const check = async (name) => {
     if (problems.length) fail(`${view.name} ${name}: ${problems.join("; ")}`);
     const minor = await axe(page, `${view.name} ${name}`);
@@ -257,12 +265,7 @@ async function tokensVisit(browser, client, view) {
 // page without a navigation (live.js hears GET /app/events and swaps the list in place), with a
 // role=status note; no console error, axe clean, a screenshot ("inbox-live").
 async function live(browser, client, umar, view) {
-  const context = await browser.newContext(view.options);
-  const page = await context.newPage();
-  const problems = [];
-  page.on("console", (m) => { if (m.type() === "error") problems.push(`console error: ${m.text()}`); });
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("dialog", (d) => { problems.push(`a dialog opened (${d.type()}): markup ran`); d.dismiss().catch(() => {}); });
+  const { context, page, problems } = await watchedPage(browser, view);
 
   await page.goto(`${base}/app/signin`);
   await page.fill("#org_id", org);
@@ -303,12 +306,7 @@ async function live(browser, client, umar, view) {
 // viewport; later ones find him an admin already), registers a person, reads the password shown
 // once, visits the person, tokens and audit pages; then the new person signs in with it.
 async function adminVisit(browser, view) {
-  const context = await browser.newContext(view.options);
-  const page = await context.newPage();
-  const problems = [];
-  page.on("console", (m) => { if (m.type() === "error") problems.push(`console error: ${m.text()}`); });
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("dialog", (d) => { problems.push(`a dialog opened (${d.type()}): markup ran`); d.dismiss().catch(() => {}); });
+  const { context, page, problems } = await watchedPage(browser, view);
   const secret = page.locator("#new-password");
   const check = async (name) => {
     if (problems.length) fail(`${view.name} ${name}: ${problems.join("; ")}`);
