@@ -124,6 +124,13 @@ func TestWebAdmin(t *testing.T) {
 			!strings.Contains(ap.body, `aria-current="page">Admin</a>`) {
 			t.Fatalf("GET /app/admin as an admin = %d; want the people and the Admin nav link\n%s", ap.status, ap.body)
 		}
+		if strings.Contains(ap.body, "mallory") || strings.Contains(ap.body, "deactivated</span>") ||
+			strings.Count(ap.body, `<span class="badge">admin</span>`) != 1 {
+			t.Errorf("john's refused posts changed something: want no mallory, nobody deactivated, umar the one admin\n%s", ap.body)
+		}
+		if p := admin.get(t, "/app/people/umar"); strings.Contains(p.body, "forged") {
+			t.Errorf("john's refused post changed umar's profile notes")
+		}
 
 		// CSRF: none, or another session's, changes nothing.
 		for name, token := range map[string]string{"no csrf_token": "", "john's csrf_token": jc} {
