@@ -97,6 +97,8 @@ type WebMe struct {
 	Profile
 	OrgName          string
 	SessionExpiresAt time.Time
+	// Admin: the person holds the organization's admin role.
+	Admin bool
 }
 
 // WebSessionUser checks a browser session and returns its person. It also
@@ -115,7 +117,7 @@ func (s *Service) WebSessionUser(ctx context.Context, cred Credentials) (WebMe, 
 		if err != nil {
 			return err
 		}
-		me = WebMe{Profile: profileOf(c.user), OrgName: org.Name, SessionExpiresAt: c.token.ExpiresAt}
+		me = WebMe{Profile: profileOf(c.user), OrgName: org.Name, SessionExpiresAt: c.token.ExpiresAt, Admin: c.user.AdminSince != nil}
 		return nil
 	})
 	if err != nil {
