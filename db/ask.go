@@ -40,6 +40,8 @@ type AskOutcome struct {
 	Message Message
 	// ToName is the recipient's display name, when there is a recipient.
 	ToName string
+	// TokenLastUsedAt is the token's LastUsedAt, when the token was good.
+	TokenLastUsedAt *time.Time
 }
 
 // askFacts are what AskPerson decides on, read by one query on SQLite.

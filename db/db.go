@@ -47,6 +47,8 @@ type User struct {
 	DeactivatedAt *time.Time
 	// RepliesSeenSeq is the newest answer sequence number check_replies has shown the user.
 	RepliesSeenSeq int64
+	// AdminSince is when the person was given the admin role (nil: not an admin).
+	AdminSince *time.Time
 }
 
 // Token is a stored auth token: only the SHA-256 hash of the secret is kept.
@@ -63,6 +65,9 @@ type Token struct {
 	GrantID  *string
 	Resource *string
 	Scope    *string
+	// LastUsedAt is when the token was last recorded as used (TouchToken):
+	// within a few minutes of its newest use. Nil: not since it was issued.
+	LastUsedAt *time.Time
 }
 
 // Message is a question from one user to another in the same organization, with
@@ -155,10 +160,16 @@ type Queries interface {
 	// grant if keep has one, marking the revoked grants' refresh tokens used.
 	// It returns how many access tokens it revoked.
 	RevokeUserTokens(ctx context.Context, orgID, userID string, keep []byte, at time.Time) (int64, error)
+	// TouchToken records that a token was used at usedAt, unless a use since
+	// staleBefore is recorded already.
+	TouchToken(ctx context.Context, hash []byte, usedAt, staleBefore time.Time) error
+	// PruneTokens deletes the tokens that expired before before and returns how many.
+	PruneTokens(ctx context.Context, before time.Time) (int64, error)
 
 	OAuthQueries
 	WebQueries
 	TokenListQueries
+	AdminQueries
 
 	CreateMessage(ctx context.Context, m Message) error
 	// AskPerson stores a question from a token's owner to another user of
@@ -215,6 +226,10 @@ type Store interface {
 	// Values coalesce. The subscription holds no database connection; cancel
 	// ends it, and so does the end of ctx.
 	Subscribe(ctx context.Context, orgID, userID string) (wake <-chan struct{}, cancel func())
+	// TouchTokens records when tokens were used (Queries.TouchToken), in a
+	// transaction of its own: bookkeeping that runs beside the calls, never
+	// inside one.
+	TouchTokens(ctx context.Context, uses []TokenUse) error
 	// Connections reports the store's pooled database connections: how many
 	// are open and how many are in use. (PostgreSQL's LISTEN connection,
 	// once open, is one more, outside the pool.)

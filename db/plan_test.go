@@ -136,7 +136,7 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 		return "u7"
 	case "fromuserid":
 		return "u3"
-	case "touserid", "userid":
+	case "touserid", "userid", "actoruserid", "targetuserid":
 		return "u7"
 	case "afterid": // message ids go up to 10,000 in an organization
 		if recent {
@@ -162,11 +162,11 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 	case "grantid":
 		return "o0001/u7"
 	case "since", "before", "revokedat", "deactivatedat", "answeredat", "draftupdatedat", "createdat", "expiresat",
-		"askedat", "lockeduntil", "updatedat", "unlocked", "usedat", "lastusedat", "now":
+		"askedat", "lockeduntil", "updatedat", "unlocked", "usedat", "lastusedat", "now", "at", "adminsince", "stalebefore":
 		return now
 	case "draft", "drafttext", "answertext", "notes", "profilenotes", "passwordhash", "question", "name", "ownership",
 		"adminpasswordhash", "accountkey", "addrkey", "key", "resource", "scope", "clientid", "clientname",
-		"redirecturis", "redirecturi", "codechallenge":
+		"redirecturis", "redirecturi", "codechallenge", "action", "address", "detail":
 		return "x"
 	}
 	t.Fatalf("%s: no plan value for argument %s: add one to planArg", query, arg)

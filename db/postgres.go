@@ -119,7 +119,7 @@ func (a pgQueries) AllocateEvent(ctx context.Context, orgID string) (int64, erro
 func (a pgQueries) CreateUser(ctx context.Context, u User) error {
 	return pgError(a.q.CreateUser(ctx, pgdb.CreateUserParams{
 		OrgID: u.OrgID, ID: u.ID, Name: u.Name, PasswordHash: u.PasswordHash, Ownership: u.Ownership,
-		Notes: u.Notes, ProfileNotes: u.ProfileNotes, CreatedAt: u.CreatedAt,
+		Notes: u.Notes, ProfileNotes: u.ProfileNotes, CreatedAt: u.CreatedAt, AdminSince: u.AdminSince,
 	}))
 }
 
@@ -185,12 +185,16 @@ func (a pgQueries) AskPerson(ctx context.Context, p AskParams) (AskOutcome, erro
 	if err != nil {
 		return AskOutcome{}, pgError(err)
 	}
-	return AskOutcome{
+	out := AskOutcome{
 		Status: AskStatus(r.Status),
 		Message: Message{OrgID: r.OrgID, ID: r.ID, FromUserID: r.FromUserID, ToUserID: p.ToUserID,
 			Question: p.Question, AskedAt: p.At, AskedSeq: r.AskedSeq},
 		ToName: r.ToName,
-	}, nil
+	}
+	if r.TokenLastUsedAt.Unix() != 0 {
+		out.TokenLastUsedAt = &r.TokenLastUsedAt
+	}
+	return out, nil
 }
 
 func (a pgQueries) GetMessage(ctx context.Context, orgID string, id int64) (Message, error) {
@@ -392,4 +396,14 @@ func (s *postgresStore) Connections() (open, inUse int) {
 func (a pgQueries) GetTokenUser(ctx context.Context, hash []byte) (Token, User, error) {
 	r, err := a.q.GetTokenUser(ctx, hash)
 	return Token(r.AuthToken), User(r.User), pgError(err)
+}
+
+func (a pgQueries) PruneTokens(ctx context.Context, before time.Time) (int64, error) {
+	n, err := a.q.PruneTokens(ctx, before)
+	return n, pgError(err)
+}
+
+func (a pgQueries) TouchToken(ctx context.Context, hash []byte, usedAt, staleBefore time.Time) error {
+	_, err := a.q.TouchToken(ctx, pgdb.TouchTokenParams{UsedAt: &usedAt, TokenHash: hash, StaleBefore: &staleBefore})
+	return pgError(err)
 }

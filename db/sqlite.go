@@ -208,7 +208,7 @@ func (a sqliteQueries) AllocateEvent(ctx context.Context, orgID string) (int64, 
 func (a sqliteQueries) CreateUser(ctx context.Context, u User) error {
 	return sqliteError(a.q.CreateUser(ctx, sqlitedb.CreateUserParams{
 		OrgID: u.OrgID, ID: u.ID, Name: u.Name, PasswordHash: u.PasswordHash, Ownership: u.Ownership,
-		Notes: u.Notes, ProfileNotes: u.ProfileNotes, CreatedAt: u.CreatedAt,
+		Notes: u.Notes, ProfileNotes: u.ProfileNotes, CreatedAt: u.CreatedAt, AdminSince: u.AdminSince,
 	}))
 }
 
@@ -281,7 +281,7 @@ func (a sqliteQueries) AskPerson(ctx context.Context, p AskParams) (AskOutcome, 
 	}
 	facts := askFacts{orgID: r.OrgID, userID: r.UserID, expiresAt: r.ExpiresAt, revokedAt: r.RevokedAt,
 		callerDeactivatedAt: r.CallerDeactivatedAt, toName: r.ToName, toDeactivatedAt: r.ToDeactivatedAt}
-	out := AskOutcome{Status: facts.status(p),
+	out := AskOutcome{Status: facts.status(p), TokenLastUsedAt: r.LastUsedAt,
 		Message: Message{OrgID: r.OrgID, FromUserID: r.UserID, ToUserID: p.ToUserID, Question: p.Question, AskedAt: p.At}}
 	if r.ToName != nil {
 		out.ToName = *r.ToName
@@ -407,4 +407,14 @@ func (s *sqliteStore) Connections() (open, inUse int) {
 func (a sqliteQueries) GetTokenUser(ctx context.Context, hash []byte) (Token, User, error) {
 	r, err := a.q.GetTokenUser(ctx, hash)
 	return Token(r.AuthToken), User(r.User), sqliteError(err)
+}
+
+func (a sqliteQueries) PruneTokens(ctx context.Context, before time.Time) (int64, error) {
+	n, err := a.q.PruneTokens(ctx, before)
+	return n, sqliteError(err)
+}
+
+func (a sqliteQueries) TouchToken(ctx context.Context, hash []byte, usedAt, staleBefore time.Time) error {
+	_, err := a.q.TouchToken(ctx, sqlitedb.TouchTokenParams{UsedAt: &usedAt, TokenHash: hash, StaleBefore: &staleBefore})
+	return sqliteError(err)
 }

@@ -386,8 +386,21 @@ func BenchmarkWebPages(b *testing.B) {
 			session := "ctalk_" + base64.RawURLEncoding.EncodeToString(raw[:])
 			sum := sha256.Sum256([]byte(session))
 			err := d.store.InTx(ctx, func(q db.Queries) error {
-				return q.CreateToken(ctx, db.Token{TokenHash: sum[:], OrgID: "acme", UserID: capUser(0), CreatedAt: now,
-					ExpiresAt: now.Add(relay.WebSessionIdle), Resource: &resource, Scope: &scope})
+				if err := q.CreateToken(ctx, db.Token{TokenHash: sum[:], OrgID: "acme", UserID: capUser(0), CreatedAt: now,
+					ExpiresAt: now.Add(relay.WebSessionIdle), Resource: &resource, Scope: &scope}); err != nil {
+					return err
+				}
+				// u00 is an admin, and the audit log has more than a page.
+				if err := q.SetUserAdmin(ctx, "acme", capUser(0), &now); err != nil {
+					return err
+				}
+				for i := range 1_000 {
+					if err := q.AddAudit(ctx, db.AuditEntry{OrgID: "acme", At: now, ActorUserID: capUser(i % 100),
+						Action: relay.AuditSignIn, TargetUserID: capUser(i % 100), Address: "192.0.2.1", Detail: "web"}); err != nil {
+						return err
+					}
+				}
+				return nil
 			})
 			if err != nil {
 				b.Fatal(err)
@@ -396,7 +409,8 @@ func BenchmarkWebPages(b *testing.B) {
 			ts := httptest.NewServer(server.Handler(server.Config{Store: d.store, MCP: mcp.NewServer(nil, mcp.Options{Relay: rules}), Relay: rules}))
 			b.Cleanup(ts.Close)
 			client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-			for _, path := range []string{"/app", "/app/q/10000", "/app/asked", "/app/people", "/app/people/u01"} {
+			for _, path := range []string{"/app", "/app/q/10000", "/app/asked", "/app/people", "/app/people/u01", "/app/tokens",
+				"/app/admin", "/app/admin/people/u01", "/app/admin/tokens", "/app/admin/audit"} {
 				b.Run(strings.TrimPrefix(strings.ReplaceAll(path, "/", "_"), "_"), func(b *testing.B) {
 					for b.Loop() {
 						req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)

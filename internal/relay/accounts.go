@@ -116,19 +116,23 @@ func (s *Service) RegisterUser(ctx context.Context, admin Admin, a NewUser) (Pro
 		return Profile{}, err
 	}
 	defer release()
-	org, err := s.adminCheck(ctx, admin)
+	auth, err := s.adminCheck(ctx, admin)
 	if err != nil {
 		return Profile{}, err
 	}
+	org := auth.org
 	u.OrgID = org.ID
 	if u.PasswordHash, err = s.hash.Hash(ctx, a.Password); err != nil {
 		return Profile{}, err
 	}
 	err = s.store.InTx(ctx, func(q db.Queries) error {
-		if err := sameAdmin(ctx, q, org); err != nil {
+		if err := s.sameAdmin(ctx, q, auth); err != nil {
 			return err
 		}
-		return q.CreateUser(ctx, u)
+		if err := q.CreateUser(ctx, u); err != nil {
+			return err
+		}
+		return s.audit(ctx, q, u.OrgID, auth.actorID(), AuditRegister, u.ID, "")
 	})
 	if errors.Is(err, db.ErrConflict) {
 		return Profile{}, errorf(KindConflict, "user %q already exists in organization %q: choose another user_id", u.ID, u.OrgID)
@@ -164,7 +168,13 @@ func (s *Service) Login(ctx context.Context, orgIDArg, userIDArg, pass string) (
 		if err := stillVerified(ctx, q, u, errBadLogin); err != nil {
 			return err
 		}
-		return q.CreateToken(ctx, tok)
+		if err := q.CreateToken(ctx, tok); err != nil {
+			return err
+		}
+		if _, err := q.PruneTokens(ctx, now.Add(-oauthKeep)); err != nil {
+			return err
+		}
+		return s.audit(ctx, q, u.OrgID, u.ID, AuditSignIn, u.ID, "login tool")
 	})
 	if err != nil {
 		return LoginResult{}, err
@@ -265,10 +275,15 @@ func (s *Service) Logout(ctx context.Context, cred Credentials) (LogoutResult, e
 			return err
 		}
 		if c.token.GrantID != nil { // an OAuth client signs out: its refresh tokens go too
-			_, err = q.RevokeOAuthGrant(ctx, c.user.OrgID, c.user.ID, *c.token.GrantID, s.clock())
+			if _, err = q.RevokeOAuthGrant(ctx, c.user.OrgID, c.user.ID, *c.token.GrantID, s.clock()); err != nil {
+				return err
+			}
+			return s.auditRevoke(ctx, q, c, TokenKindOAuth, *c.token.GrantID)
+		}
+		if err := q.RevokeToken(ctx, c.token.TokenHash, s.clock()); err != nil {
 			return err
 		}
-		return q.RevokeToken(ctx, c.token.TokenHash, s.clock())
+		return s.auditRevoke(ctx, q, c, tokenKind(c.token), "")
 	})
 	if err != nil {
 		return LogoutResult{}, err
@@ -326,8 +341,10 @@ func (s *Service) ChangePassword(ctx context.Context, cred Credentials, oldPassw
 		if err := q.UpdateUserPassword(ctx, c.user.OrgID, c.user.ID, hash); err != nil {
 			return err
 		}
-		revoked, err = q.RevokeUserTokens(ctx, c.user.OrgID, c.user.ID, c.token.TokenHash, s.clock())
-		return err
+		if revoked, err = q.RevokeUserTokens(ctx, c.user.OrgID, c.user.ID, c.token.TokenHash, s.clock()); err != nil {
+			return err
+		}
+		return s.audit(ctx, q, c.user.OrgID, c.user.ID, AuditPasswordChange, c.user.ID, revokedCount(revoked))
 	})
 	if err != nil {
 		return PasswordResult{}, err

@@ -8,22 +8,50 @@ import (
 	"github.com/ctalk/ctalk/db"
 )
 
-// Admin is an organization's id and admin password: what every admin
-// action is authorized by.
+// Admin is what authorizes an admin action: an organization's id and admin
+// password (the MCP admin tools), or Session, the credentials of a signed-in
+// person who holds the organization's admin role (the web admin console),
+// so admin work never needs the admin password in a conversation.
 type Admin struct {
 	OrgID    string
 	Password string
+	// Session, when set, authorizes instead of OrgID and Password.
+	Session *Credentials
 }
 
-// adminCheck verifies an organization's admin password. Unknown organizations
-// cost the same hash as a wrong password and give the same error.
-func (s *Service) adminCheck(ctx context.Context, a Admin) (db.Organization, error) {
+// adminAuth is a verified admin: the organization, and the person acting
+// (zero for the admin password).
+type adminAuth struct {
+	org   db.Organization
+	actor db.User
+	cred  *Credentials
+}
+
+// actorID is who the audit log records as acting: "" for the admin password.
+func (a adminAuth) actorID() string { return a.actor.ID }
+
+// errNotAdmin refuses a signed-in person without the admin role.
+var errNotAdmin = &Error{Kind: KindForbidden, msg: "you are not an admin of this organization: " +
+	"an admin can give you the role, or enter the organization's admin password once on the admin page"}
+
+// adminCheck verifies an admin: the admin password (unknown organizations
+// cost the same hash as a wrong password and give the same error), or a
+// session whose person holds the admin role.
+func (s *Service) adminCheck(ctx context.Context, a Admin) (adminAuth, error) {
+	if a.Session != nil {
+		var auth adminAuth
+		err := s.store.View(ctx, func(q db.Queries) (err error) {
+			auth, err = s.sessionAdmin(ctx, q, *a.Session)
+			return err
+		})
+		return auth, err
+	}
 	orgID, err := slug("org_id", a.OrgID)
 	if err != nil {
-		return db.Organization{}, err
+		return adminAuth{}, err
 	}
 	if a.Password == "" {
-		return db.Organization{}, badInput("admin_password is required")
+		return adminAuth{}, badInput("admin_password is required")
 	}
 	var org db.Organization
 	err = s.store.View(ctx, func(q db.Queries) (err error) {
@@ -31,24 +59,45 @@ func (s *Service) adminCheck(ctx context.Context, a Admin) (db.Organization, err
 		return err
 	})
 	if err != nil && !errors.Is(err, db.ErrNotFound) {
-		return db.Organization{}, err
+		return adminAuth{}, err
 	}
 	ok, err := s.checkPassword(ctx, adminKey(orgID), org.AdminPasswordHash, a.Password, err == nil)
 	if err != nil {
-		return db.Organization{}, err
+		return adminAuth{}, err
 	}
 	if !ok {
-		return db.Organization{}, errBadAdmin
+		return adminAuth{}, errBadAdmin
 	}
 	s.verified()
-	return org, nil
+	return adminAuth{org: org}, nil
+}
+
+// sessionAdmin authenticates cred and requires its person to hold the admin role.
+func (s *Service) sessionAdmin(ctx context.Context, q db.Queries, cred Credentials) (adminAuth, error) {
+	c, err := s.authenticate(ctx, q, cred)
+	if err != nil {
+		return adminAuth{}, err
+	}
+	if c.user.AdminSince == nil {
+		return adminAuth{}, errNotAdmin
+	}
+	org, err := q.GetOrganization(ctx, c.user.OrgID)
+	if err != nil {
+		return adminAuth{}, err
+	}
+	return adminAuth{org: org, actor: c.user, cred: &cred}, nil
 }
 
 // sameAdmin checks, inside the transaction that acts on an admin check, that
-// the admin password hash is still the one verified.
-func sameAdmin(ctx context.Context, q db.Queries, verified db.Organization) error {
-	org, err := q.GetOrganization(ctx, verified.ID)
-	if errors.Is(err, db.ErrNotFound) || (err == nil && org.AdminPasswordHash != verified.AdminPasswordHash) {
+// the admin is still one: the admin password hash is still the one
+// verified, or the session still works and its person still holds the role.
+func (s *Service) sameAdmin(ctx context.Context, q db.Queries, verified adminAuth) error {
+	if verified.cred != nil {
+		_, err := s.sessionAdmin(ctx, q, *verified.cred)
+		return err
+	}
+	org, err := q.GetOrganization(ctx, verified.org.ID)
+	if errors.Is(err, db.ErrNotFound) || (err == nil && org.AdminPasswordHash != verified.org.AdminPasswordHash) {
 		return errBadAdmin
 	}
 	return err
@@ -58,7 +107,7 @@ func sameAdmin(ctx context.Context, q db.Queries, verified db.Organization) erro
 // not happen for a caller who fails the check, such as hashing), then fn on
 // the named user in one transaction, and returns the user as fn left them.
 func (s *Service) adminUpdate(ctx context.Context, a Admin, userIDArg string, prepare func() error,
-	fn func(q db.Queries, u db.User, now time.Time) error) (db.User, error) {
+	fn func(q db.Queries, u db.User, now time.Time, actor string) error) (db.User, error) {
 	userID, err := slug("user_id", userIDArg)
 	if err != nil {
 		return db.User{}, err
@@ -68,10 +117,11 @@ func (s *Service) adminUpdate(ctx context.Context, a Admin, userIDArg string, pr
 		return db.User{}, err
 	}
 	defer release()
-	org, err := s.adminCheck(ctx, a)
+	auth, err := s.adminCheck(ctx, a)
 	if err != nil {
 		return db.User{}, err
 	}
+	org := auth.org
 	if prepare != nil {
 		if err := prepare(); err != nil {
 			return db.User{}, err
@@ -79,14 +129,14 @@ func (s *Service) adminUpdate(ctx context.Context, a Admin, userIDArg string, pr
 	}
 	var u db.User
 	err = s.store.InTx(ctx, func(q db.Queries) error {
-		if err := sameAdmin(ctx, q, org); err != nil {
+		if err := s.sameAdmin(ctx, q, auth); err != nil {
 			return err
 		}
 		if u, err = q.LockUser(ctx, org.ID, userID); err != nil {
 			return err
 		}
 		if fn != nil {
-			if err := fn(q, u, s.clock()); err != nil {
+			if err := fn(q, u, s.clock(), auth.actorID()); err != nil {
 				return err
 			}
 		}
@@ -108,8 +158,11 @@ func (s *Service) UpdateUserProfileNotes(ctx context.Context, a Admin, userID, n
 	if err != nil {
 		return Profile{}, err
 	}
-	u, err := s.adminUpdate(ctx, a, userID, nil, func(q db.Queries, u db.User, _ time.Time) error {
-		return q.UpdateUserProfileNotes(ctx, u.OrgID, u.ID, notes)
+	u, err := s.adminUpdate(ctx, a, userID, nil, func(q db.Queries, u db.User, _ time.Time, actor string) error {
+		if err := q.UpdateUserProfileNotes(ctx, u.OrgID, u.ID, notes); err != nil {
+			return err
+		}
+		return s.audit(ctx, q, u.OrgID, actor, AuditProfileNotes, u.ID, "")
 	})
 	if err != nil {
 		return Profile{}, err
@@ -128,7 +181,7 @@ func (s *Service) ResetUserPassword(ctx context.Context, a Admin, userID, newPas
 		return err
 	}
 	var revoked int64
-	u, err := s.adminUpdate(ctx, a, userID, hashNew, func(q db.Queries, u db.User, now time.Time) error {
+	u, err := s.adminUpdate(ctx, a, userID, hashNew, func(q db.Queries, u db.User, now time.Time, actor string) error {
 		if err := q.UpdateUserPassword(ctx, u.OrgID, u.ID, hash); err != nil {
 			return err
 		}
@@ -136,7 +189,10 @@ func (s *Service) ResetUserPassword(ctx context.Context, a Admin, userID, newPas
 		if revoked, err = q.RevokeUserTokens(ctx, u.OrgID, u.ID, nil, now); err != nil {
 			return err
 		}
-		return q.ClearThrottle(ctx, userKey(u.OrgID, u.ID))
+		if err := q.ClearThrottle(ctx, userKey(u.OrgID, u.ID)); err != nil {
+			return err
+		}
+		return s.audit(ctx, q, u.OrgID, actor, AuditPasswordReset, u.ID, revokedCount(revoked))
 	})
 	if err != nil {
 		return PasswordResult{}, err
@@ -146,15 +202,18 @@ func (s *Service) ResetUserPassword(ctx context.Context, a Admin, userID, newPas
 
 // DeactivateUser stops a person from logging in or using any token.
 func (s *Service) DeactivateUser(ctx context.Context, a Admin, userID string) (Profile, error) {
-	u, err := s.adminUpdate(ctx, a, userID, nil, func(q db.Queries, u db.User, now time.Time) error {
+	u, err := s.adminUpdate(ctx, a, userID, nil, func(q db.Queries, u db.User, now time.Time, actor string) error {
 		if u.DeactivatedAt != nil {
 			return nil
 		}
 		if err := q.SetUserDeactivated(ctx, u.OrgID, u.ID, &now); err != nil {
 			return err
 		}
-		_, err := q.RevokeUserTokens(ctx, u.OrgID, u.ID, nil, now)
-		return err
+		revoked, err := q.RevokeUserTokens(ctx, u.OrgID, u.ID, nil, now)
+		if err != nil {
+			return err
+		}
+		return s.audit(ctx, q, u.OrgID, actor, AuditDeactivate, u.ID, revokedCount(revoked))
 	})
 	if err != nil {
 		return Profile{}, err
@@ -166,12 +225,15 @@ func (s *Service) DeactivateUser(ctx context.Context, a Admin, userID string) (P
 
 // ReactivateUser lets a deactivated person log in again; old tokens stay revoked.
 func (s *Service) ReactivateUser(ctx context.Context, a Admin, userID string) (Profile, error) {
-	u, err := s.adminUpdate(ctx, a, userID, nil, func(q db.Queries, u db.User, now time.Time) error {
+	u, err := s.adminUpdate(ctx, a, userID, nil, func(q db.Queries, u db.User, now time.Time, actor string) error {
 		if err := q.SetUserDeactivated(ctx, u.OrgID, u.ID, nil); err != nil {
 			return err
 		}
 		// Attempts made while deactivated do not count against them.
-		return q.ClearThrottle(ctx, userKey(u.OrgID, u.ID))
+		if err := q.ClearThrottle(ctx, userKey(u.OrgID, u.ID)); err != nil || u.DeactivatedAt == nil {
+			return err
+		}
+		return s.audit(ctx, q, u.OrgID, actor, AuditReactivate, u.ID, "")
 	})
 	if err != nil {
 		return Profile{}, err

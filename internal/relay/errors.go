@@ -18,6 +18,8 @@ const (
 	KindConflict
 	// KindThrottled: too many failed password attempts; retry later.
 	KindThrottled
+	// KindForbidden: the caller is signed in but lacks the role the call needs.
+	KindForbidden
 )
 
 // Error is an expected failure a person can act on. Its message is safe to

@@ -59,6 +59,7 @@ func (s *Service) Ask(ctx context.Context, cred Credentials, toArg, questionArg 
 	case db.AskRecipientDeactivated:
 		return AskResult{}, errorf(KindConflict, "user %q is deactivated and cannot receive questions", to)
 	}
+	s.touch(hash, out.TokenLastUsedAt, out.Message.AskedAt)
 	m := out.Message
 	return AskResult{
 		MessageID: m.ID, ToUserID: to, ToName: out.ToName, AskedAt: m.AskedAt, Status: "pending",

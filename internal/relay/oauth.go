@@ -36,7 +36,7 @@ const (
 	// token is issued either way.
 	ScopeOfflineAccess = "offline_access"
 
-	// oauthKeep is how long expired codes and refresh tokens, and revoked
+	// oauthKeep is how long expired codes, refresh and access tokens, and revoked
 	// grants, are kept before a sign-in prunes them.
 	oauthKeep = 24 * time.Hour
 
@@ -172,6 +172,9 @@ func (s *Service) Authorize(ctx context.Context, req AuthorizeRequest, orgIDArg,
 			return err
 		}
 		if err := q.CreateOAuthCode(ctx, c); err != nil {
+			return err
+		}
+		if err := s.audit(ctx, q, u.OrgID, u.ID, AuditSignIn, u.ID, "connected client "+quoteShort(g.ClientName)); err != nil {
 			return err
 		}
 		// Spent and expired codes and refresh tokens, and grants revoked a
@@ -350,6 +353,10 @@ func (s *Service) issue(ctx context.Context, q db.Queries, g db.OAuthGrant, scop
 	}); err != nil {
 		return OAuthTokens{}, err
 	}
+	// Each refresh leaves an expired access token behind an hour later.
+	if _, err := q.PruneTokens(ctx, now.Add(-oauthKeep)); err != nil {
+		return OAuthTokens{}, err
+	}
 	return OAuthTokens{
 		AccessToken: access, TokenType: "Bearer", ExpiresIn: int64(AccessTokenTTL / time.Second),
 		RefreshToken: refresh, Scope: scope,
@@ -394,8 +401,10 @@ func (s *Service) RevokeOAuthToken(ctx context.Context, token, clientID string) 
 			if err != nil || g.ClientID != clientID {
 				return ignoreNotFound(err)
 			}
-			_, err = q.RevokeOAuthGrant(ctx, g.OrgID, g.UserID, g.ID, now)
-			return err
+			if n, err := q.RevokeOAuthGrant(ctx, g.OrgID, g.UserID, g.ID, now); err != nil || n == 0 {
+				return err
+			}
+			return s.audit(ctx, q, g.OrgID, g.UserID, AuditTokenRevoke, g.UserID, revokedDetail(TokenKindOAuth, g.ClientName))
 		}
 		t, err := q.GetToken(ctx, hash)
 		if errors.Is(err, db.ErrNotFound) || t.GrantID == nil {
@@ -407,7 +416,10 @@ func (s *Service) RevokeOAuthToken(ctx context.Context, token, clientID string) 
 		if err != nil || g.ClientID != clientID {
 			return ignoreNotFound(err)
 		}
-		return q.RevokeToken(ctx, hash, now)
+		if err := q.RevokeToken(ctx, hash, now); err != nil {
+			return ignoreNotFound(err)
+		}
+		return s.audit(ctx, q, g.OrgID, g.UserID, AuditTokenRevoke, g.UserID, revokedDetail(TokenKindOAuth, g.ClientName))
 	})
 }
 
@@ -543,7 +555,7 @@ func (s *Service) RevokeConnectedClient(ctx context.Context, cred Credentials, i
 		if n == 0 {
 			return errorf(KindNotFound, "you have no connected client %s: call list_connected_clients to see the ids", quoteShort(id))
 		}
-		return nil
+		return s.auditRevoke(ctx, q, c, TokenKindOAuth, id)
 	})
 	if err != nil {
 		return RevokeResult{}, err

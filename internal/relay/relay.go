@@ -46,6 +46,7 @@ type Service struct {
 	draining <-chan struct{} // nil: never
 	waits    *waitCounter
 	locks    lockCache // address and registration locks, see count
+	touches  touches   // tokens' last use, waiting to be written
 	// refusalHold: see the constant; a field so tests need not wait.
 	refusalHold time.Duration
 	// afterVerify, when set by a test, runs between a password check and the
@@ -142,6 +143,15 @@ func (c Credentials) tokenHash() ([]byte, error) {
 	return hashToken(token), nil
 }
 
+// tokenHashOrNil is the stored hash of c's token, or nil.
+func (c *Credentials) tokenHashOrNil() []byte {
+	if c == nil {
+		return nil
+	}
+	h, _ := c.tokenHash()
+	return h
+}
+
 // caller is the authenticated user of a call.
 type caller struct {
 	user  db.User
@@ -161,9 +171,11 @@ func (s *Service) authenticate(ctx context.Context, q db.Queries, cred Credentia
 	} else if err != nil {
 		return caller{}, err
 	}
-	if tok.RevokedAt != nil || !s.clock().Before(tok.ExpiresAt) || u.DeactivatedAt != nil || !cred.resourceMatches(tok) {
+	now := s.clock()
+	if tok.RevokedAt != nil || !now.Before(tok.ExpiresAt) || u.DeactivatedAt != nil || !cred.resourceMatches(tok) {
 		return caller{}, errBadToken
 	}
+	s.touch(tok.TokenHash, tok.LastUsedAt, now)
 	return caller{user: u, token: tok}, nil
 }
 

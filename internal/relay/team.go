@@ -25,7 +25,9 @@ func (s *Service) RegisterTeam(ctx context.Context, o NewOrganization, a NewUser
 	if err := password("admin password", o.AdminPassword, MinAdminPassLen); err != nil {
 		return OrganizationResult{}, Profile{}, err
 	}
+	// Who signs the organization up is its first admin.
 	u := db.User{OrgID: orgID, CreatedAt: s.clock()}
+	u.AdminSince = &u.CreatedAt
 	if u.ID, err = slug("your user id", a.UserID); err != nil {
 		return OrganizationResult{}, Profile{}, err
 	}

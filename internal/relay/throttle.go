@@ -146,6 +146,9 @@ func (s *Service) count(ctx context.Context, refuse func(time.Duration) error, l
 				if err := q.LockThrottle(ctx, k.key, now.Add(d)); err != nil {
 					return err
 				}
+				if err := s.auditLock(ctx, q, k.key, row.Failures, d); err != nil {
+					return err
+				}
 				if k.timeOnly {
 					set[k.key] = now.Add(d)
 				}

@@ -86,7 +86,7 @@ func (s *Service) ListMyTokens(ctx context.Context, cred Credentials) (MyTokens,
 		for _, t := range toks {
 			exp := t.ExpiresAt
 			out.Tokens = append(out.Tokens, MyToken{
-				ID: tokenPublicID(t.TokenHash), Kind: tokenKind(t), CreatedAt: t.CreatedAt, ExpiresAt: &exp,
+				ID: tokenPublicID(t.TokenHash), Kind: tokenKind(t), CreatedAt: t.CreatedAt, ExpiresAt: &exp, LastUsedAt: t.LastUsedAt,
 				Current: string(t.TokenHash) == string(c.token.TokenHash),
 			})
 		}
@@ -98,12 +98,7 @@ func (s *Service) ListMyTokens(ctx context.Context, cred Credentials) (MyTokens,
 		if err != nil {
 			return err
 		}
-		last := map[string]time.Time{}
-		for _, r := range refreshes {
-			if r.ExpiresAt.After(last[r.GrantID]) {
-				last[r.GrantID] = r.ExpiresAt
-			}
-		}
+		last := newestRefresh(refreshes)
 		out.Clients = make([]MyToken, 0, len(grants))
 		for _, g := range grants {
 			m := MyToken{ID: g.ID, Kind: TokenKindOAuth, ClientName: g.ClientName, ClientID: g.ClientID,
@@ -159,7 +154,7 @@ func (s *Service) RevokeMyToken(ctx context.Context, cred Credentials, idArg str
 			}
 			out = RevokedToken{ID: strings.TrimSpace(idArg), Kind: TokenKindOAuth,
 				Current: c.token.GrantID != nil && *c.token.GrantID == strings.TrimSpace(idArg)}
-			return nil
+			return s.auditRevoke(ctx, q, c, TokenKindOAuth, out.ID)
 		}
 		if len(id) != 2*tokenIDBytes {
 			return errNoSuchToken
@@ -180,7 +175,7 @@ func (s *Service) RevokeMyToken(ctx context.Context, cred Credentials, idArg str
 				return err
 			}
 			out = RevokedToken{ID: id, Kind: tokenKind(t), Current: string(t.TokenHash) == string(c.token.TokenHash)}
-			return nil
+			return s.auditRevoke(ctx, q, c, out.Kind, "")
 		}
 		return errNoSuchToken
 	}))

@@ -62,7 +62,13 @@ func (s *Service) SignInWeb(ctx context.Context, orgIDArg, userIDArg, pass strin
 		if err := stillVerified(ctx, q, u, errBadLogin); err != nil {
 			return err
 		}
-		return q.CreateToken(ctx, tok)
+		if err := q.CreateToken(ctx, tok); err != nil {
+			return err
+		}
+		if _, err := q.PruneTokens(ctx, now.Add(-oauthKeep)); err != nil {
+			return err
+		}
+		return s.audit(ctx, q, u.OrgID, u.ID, AuditSignIn, u.ID, "web")
 	})
 	if err != nil {
 		return WebSession{}, err
@@ -74,7 +80,10 @@ func (s *Service) SignInWeb(ctx context.Context, orgIDArg, userIDArg, pass strin
 // already signed out: that is no error.
 func (s *Service) SignOutWeb(ctx context.Context, cred Credentials) error {
 	err := s.store.InTx(ctx, s.asCaller(ctx, cred, func(q db.Queries, c caller) error {
-		return ignoreNotFound(q.RevokeToken(ctx, c.token.TokenHash, s.clock()))
+		if err := q.RevokeToken(ctx, c.token.TokenHash, s.clock()); err != nil {
+			return ignoreNotFound(err)
+		}
+		return s.auditRevoke(ctx, q, c, TokenKindWeb, "")
 	}))
 	var re *Error
 	if errors.As(err, &re) && re.Kind == KindUnauthorized {
@@ -88,6 +97,8 @@ type WebMe struct {
 	Profile
 	OrgName          string
 	SessionExpiresAt time.Time
+	// Admin: the person holds the organization's admin role.
+	Admin bool
 }
 
 // WebSessionUser checks a browser session and returns its person. It also
@@ -106,7 +117,7 @@ func (s *Service) WebSessionUser(ctx context.Context, cred Credentials) (WebMe, 
 		if err != nil {
 			return err
 		}
-		me = WebMe{Profile: profileOf(c.user), OrgName: org.Name, SessionExpiresAt: c.token.ExpiresAt}
+		me = WebMe{Profile: profileOf(c.user), OrgName: org.Name, SessionExpiresAt: c.token.ExpiresAt, Admin: c.user.AdminSince != nil}
 		return nil
 	})
 	if err != nil {

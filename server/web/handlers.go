@@ -53,7 +53,7 @@ func (f *Face) signIn(w http.ResponseWriter, r *http.Request) {
 	// A session this browser held before (another person's, or its own)
 	// ends here rather than linger until it expires.
 	if old, err := r.Cookie(SessionCookie(secure)); err == nil && old.Value != "" {
-		if err := f.cfg.Relay.SignOutWeb(r.Context(), relay.Credentials{Bearer: old.Value, Resource: relay.WebResource}); err != nil {
+		if err := f.cfg.Relay.SignOutWeb(f.withAddr(r), relay.Credentials{Bearer: old.Value, Resource: relay.WebResource}); err != nil {
 			f.cfg.Logger.Warn("ending the previous web session at sign-in", "err", err)
 		}
 	}
@@ -90,7 +90,7 @@ func csrfCookie(w http.ResponseWriter, r *http.Request, secure bool) (value stri
 
 // signOut ends the session on every replica.
 func (f *Face) signOut(w http.ResponseWriter, r *http.Request, s *session) {
-	if err := f.cfg.Relay.SignOutWeb(r.Context(), s.cred); err != nil {
+	if err := f.cfg.Relay.SignOutWeb(f.withAddr(r), s.cred); err != nil {
 		f.fail(w, r, s, err)
 		return
 	}

@@ -17,7 +17,8 @@ import (
 var templateFS embed.FS
 
 // pageNames are the pages; each is parsed with the layout and the style.
-var pageNames = []string{"signin", "inbox", "question", "asked", "people", "person", "tokens", "error"}
+var pageNames = []string{"signin", "inbox", "question", "asked", "people", "person", "tokens", "error",
+	"admin-become", "admin", "admin-password-shown", "admin-person", "admin-tokens", "admin-audit", "admin-admin-password"}
 
 type pages struct {
 	t map[string]*template.Template
@@ -26,7 +27,11 @@ type pages struct {
 var funcs = template.FuncMap{
 	// revokeForm is what the tokens page's "revoke" template needs.
 	"revokeForm": func(csrf string, t relay.MyToken, label string) revokeForm {
-		return revokeForm{CSRF: csrf, T: t, Label: label}
+		return revokeForm{CSRF: csrf, T: t, Label: label, Action: Prefix + "/tokens"}
+	},
+	// orgRevokeForm is the same for the admin's tokens page.
+	"orgRevokeForm": func(csrf string, t relay.MyToken, label string) revokeForm {
+		return revokeForm{CSRF: csrf, T: t, Label: label, Action: Prefix + "/admin/tokens"}
 	},
 	// when shows a time in UTC, to the minute.
 	"when": func(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") },
@@ -61,7 +66,8 @@ type base struct {
 	Nonce  string
 	CSRF   string
 	Me     *relay.WebMe
-	Nav    string // the current section: inbox, asked, people
+	Nav    string // the current section: inbox, asked, people, tokens, admin
+	Sub    string // the admin console's current page: people, tokens, audit, password
 	Alert  string // an error, shown with role=alert
 	Status string // a confirmation, shown with role=status
 	Live   string // the live-updates script's URL (live.go), or "" for none
@@ -81,6 +87,14 @@ var statusText = map[string]string{
 	"notes":   "Your notes are saved.",
 	"out":     "You are signed out.",
 	"revoked": "Revoked: it no longer works anywhere.",
+	// the admin console's
+	"admin":       "You are an admin of this organization now: these pages are yours whenever you are signed in.",
+	"deactivated": "Deactivated: their sessions and tokens stopped working, and they cannot sign in.",
+	"reactivated": "Reactivated: they can sign in again; their old tokens stay revoked.",
+	"granted":     "They hold the admin role now.",
+	"ungranted":   "They no longer hold the admin role.",
+	"profile":     "Profile notes saved.",
+	"adminpw":     "The admin password is changed. The MCP admin tools take the new one from now on.",
 }
 
 func (p *pages) render(w http.ResponseWriter, status int, name string, b *base, data any) {

@@ -13,11 +13,10 @@ import (
 // relay's: ListMyTokens and RevokeMyToken.
 
 // revokeForm is what the "revoke" template needs: a token, the session's
-// CSRF token and the button's words.
+// CSRF token, the button's words and the page the form posts to.
 type revokeForm struct {
-	CSRF  string
-	T     relay.MyToken
-	Label string
+	CSRF, Label, Action string
+	T                   relay.MyToken
 }
 
 type tokensView struct {
@@ -33,7 +32,7 @@ func (f *Face) tokens(w http.ResponseWriter, r *http.Request, s *session) {
 	v.setSession(s)
 	status := http.StatusOK
 	if r.Method == http.MethodPost {
-		out, err := f.cfg.Relay.RevokeMyToken(r.Context(), s.cred, r.PostForm.Get("id"))
+		out, err := f.cfg.Relay.RevokeMyToken(f.withAddr(r), s.cred, r.PostForm.Get("id"))
 		if err == nil {
 			if out.Current {
 				f.clearSession(w, f.secure(r))
@@ -58,13 +57,19 @@ func (f *Face) tokens(w http.ResponseWriter, r *http.Request, s *session) {
 		f.fail(w, r, s, err)
 		return
 	}
-	for _, t := range list.Tokens {
-		if t.Kind == relay.TokenKindWeb {
-			v.Web = append(v.Web, t)
-		} else {
-			v.Login = append(v.Login, t)
-		}
-	}
+	v.Login, v.Web = byKind(list.Tokens, func(t relay.MyToken) string { return t.Kind })
 	v.Clients, v.More = list.Clients, list.More
 	f.page.render(w, status, "tokens", &v.base, v)
+}
+
+// byKind splits tokens into login tokens and web sessions.
+func byKind[T any](tokens []T, kind func(T) string) (login, web []T) {
+	for _, t := range tokens {
+		if kind(t) == relay.TokenKindWeb {
+			web = append(web, t)
+		} else {
+			login = append(login, t)
+		}
+	}
+	return login, web
 }

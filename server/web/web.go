@@ -77,6 +77,16 @@ func (f *Face) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+Prefix+"/tokens", f.signedIn(f.tokens))
 	mux.HandleFunc("POST "+Prefix+"/tokens", f.signedIn(f.tokens))
 	mux.HandleFunc("GET "+Prefix+"/events", f.signedIn(f.events))
+	mux.HandleFunc("GET "+Prefix+"/admin", f.signedIn(f.admin))
+	mux.HandleFunc("POST "+Prefix+"/admin", f.signedIn(f.admin))
+	mux.HandleFunc("POST "+Prefix+"/admin/become", f.signedIn(f.adminBecome))
+	mux.HandleFunc("GET "+Prefix+"/admin/people/{id}", f.signedIn(f.adminPerson))
+	mux.HandleFunc("POST "+Prefix+"/admin/people/{id}", f.signedIn(f.adminPerson))
+	mux.HandleFunc("GET "+Prefix+"/admin/tokens", f.signedIn(f.adminTokens))
+	mux.HandleFunc("POST "+Prefix+"/admin/tokens", f.signedIn(f.adminTokens))
+	mux.HandleFunc("GET "+Prefix+"/admin/audit", f.signedIn(f.adminAudit))
+	mux.HandleFunc("GET "+Prefix+"/admin/password", f.signedIn(f.adminPassword))
+	mux.HandleFunc("POST "+Prefix+"/admin/password", f.signedIn(f.adminPassword))
 	mux.HandleFunc("GET "+Prefix+"/static/live.js", f.liveScript)
 	mux.HandleFunc(Prefix+"/", f.signedIn(func(w http.ResponseWriter, r *http.Request, s *session) {
 		f.notFound(w, s)
@@ -234,6 +244,8 @@ func statusOf(re *relay.Error) int {
 		return http.StatusTooManyRequests
 	case relay.KindUnauthorized:
 		return http.StatusUnauthorized
+	case relay.KindForbidden:
+		return http.StatusForbidden
 	}
 	return http.StatusBadRequest
 }

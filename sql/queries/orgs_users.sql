@@ -19,9 +19,9 @@ WHERE id = sqlc.arg(id)
 RETURNING last_event_seq;
 
 -- name: CreateUser :exec
-INSERT INTO users (org_id, id, name, password_hash, ownership, notes, profile_notes, created_at)
+INSERT INTO users (org_id, id, name, password_hash, ownership, notes, profile_notes, created_at, admin_since)
 VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(name), sqlc.arg(password_hash), sqlc.arg(ownership),
-        sqlc.arg(notes), sqlc.arg(profile_notes), sqlc.arg(created_at));
+        sqlc.arg(notes), sqlc.arg(profile_notes), sqlc.arg(created_at), sqlc.narg(admin_since));
 
 -- name: GetUser :one
 SELECT * FROM users WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id);

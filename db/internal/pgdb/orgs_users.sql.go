@@ -67,9 +67,9 @@ func (q *Queries) CreateOrganization(ctx context.Context, arg CreateOrganization
 }
 
 const createUser = `-- name: CreateUser :exec
-INSERT INTO users (org_id, id, name, password_hash, ownership, notes, profile_notes, created_at)
+INSERT INTO users (org_id, id, name, password_hash, ownership, notes, profile_notes, created_at, admin_since)
 VALUES ($1, $2, $3, $4, $5,
-        $6, $7, $8)
+        $6, $7, $8, $9)
 `
 
 type CreateUserParams struct {
@@ -81,6 +81,7 @@ type CreateUserParams struct {
 	Notes        string
 	ProfileNotes string
 	CreatedAt    time.Time
+	AdminSince   *time.Time
 }
 
 func (q *Queries) CreateUser(ctx context.Context, arg CreateUserParams) error {
@@ -93,6 +94,7 @@ func (q *Queries) CreateUser(ctx context.Context, arg CreateUserParams) error {
 		arg.Notes,
 		arg.ProfileNotes,
 		arg.CreatedAt,
+		arg.AdminSince,
 	)
 	return err
 }
@@ -116,7 +118,7 @@ func (q *Queries) GetOrganization(ctx context.Context, id string) (Organization,
 }
 
 const getUser = `-- name: GetUser :one
-SELECT org_id, id, name, password_hash, ownership, notes, profile_notes, created_at, deactivated_at, replies_seen_seq FROM users WHERE org_id = $1 AND id = $2
+SELECT org_id, id, name, password_hash, ownership, notes, profile_notes, created_at, deactivated_at, replies_seen_seq, admin_since FROM users WHERE org_id = $1 AND id = $2
 `
 
 type GetUserParams struct {
@@ -138,12 +140,13 @@ func (q *Queries) GetUser(ctx context.Context, arg GetUserParams) (User, error) 
 		&i.CreatedAt,
 		&i.DeactivatedAt,
 		&i.RepliesSeenSeq,
+		&i.AdminSince,
 	)
 	return i, err
 }
 
 const listUsers = `-- name: ListUsers :many
-SELECT org_id, id, name, password_hash, ownership, notes, profile_notes, created_at, deactivated_at, replies_seen_seq FROM users WHERE org_id = $1 ORDER BY id
+SELECT org_id, id, name, password_hash, ownership, notes, profile_notes, created_at, deactivated_at, replies_seen_seq, admin_since FROM users WHERE org_id = $1 ORDER BY id
 `
 
 func (q *Queries) ListUsers(ctx context.Context, orgID string) ([]User, error) {
@@ -166,6 +169,7 @@ func (q *Queries) ListUsers(ctx context.Context, orgID string) ([]User, error) {
 			&i.CreatedAt,
 			&i.DeactivatedAt,
 			&i.RepliesSeenSeq,
+			&i.AdminSince,
 		); err != nil {
 			return nil, err
 		}

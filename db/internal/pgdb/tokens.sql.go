@@ -42,7 +42,7 @@ func (q *Queries) CreateToken(ctx context.Context, arg CreateTokenParams) error 
 }
 
 const getToken = `-- name: GetToken :one
-SELECT token_hash, org_id, user_id, created_at, expires_at, revoked_at, grant_id, resource, scope FROM auth_tokens WHERE token_hash = $1
+SELECT token_hash, org_id, user_id, created_at, expires_at, revoked_at, grant_id, resource, scope, last_used_at FROM auth_tokens WHERE token_hash = $1
 `
 
 func (q *Queries) GetToken(ctx context.Context, tokenHash []byte) (AuthToken, error) {
@@ -58,12 +58,13 @@ func (q *Queries) GetToken(ctx context.Context, tokenHash []byte) (AuthToken, er
 		&i.GrantID,
 		&i.Resource,
 		&i.Scope,
+		&i.LastUsedAt,
 	)
 	return i, err
 }
 
 const getTokenUser = `-- name: GetTokenUser :one
-SELECT auth_tokens.token_hash, auth_tokens.org_id, auth_tokens.user_id, auth_tokens.created_at, auth_tokens.expires_at, auth_tokens.revoked_at, auth_tokens.grant_id, auth_tokens.resource, auth_tokens.scope, users.org_id, users.id, users.name, users.password_hash, users.ownership, users.notes, users.profile_notes, users.created_at, users.deactivated_at, users.replies_seen_seq
+SELECT auth_tokens.token_hash, auth_tokens.org_id, auth_tokens.user_id, auth_tokens.created_at, auth_tokens.expires_at, auth_tokens.revoked_at, auth_tokens.grant_id, auth_tokens.resource, auth_tokens.scope, auth_tokens.last_used_at, users.org_id, users.id, users.name, users.password_hash, users.ownership, users.notes, users.profile_notes, users.created_at, users.deactivated_at, users.replies_seen_seq, users.admin_since
 FROM auth_tokens
 JOIN users ON users.org_id = auth_tokens.org_id AND users.id = auth_tokens.user_id
 WHERE auth_tokens.token_hash = $1
@@ -88,6 +89,7 @@ func (q *Queries) GetTokenUser(ctx context.Context, tokenHash []byte) (GetTokenU
 		&i.AuthToken.GrantID,
 		&i.AuthToken.Resource,
 		&i.AuthToken.Scope,
+		&i.AuthToken.LastUsedAt,
 		&i.User.OrgID,
 		&i.User.ID,
 		&i.User.Name,
@@ -98,8 +100,23 @@ func (q *Queries) GetTokenUser(ctx context.Context, tokenHash []byte) (GetTokenU
 		&i.User.CreatedAt,
 		&i.User.DeactivatedAt,
 		&i.User.RepliesSeenSeq,
+		&i.User.AdminSince,
 	)
 	return i, err
+}
+
+const pruneTokens = `-- name: PruneTokens :execrows
+DELETE FROM auth_tokens WHERE expires_at < $1
+`
+
+// Deletes tokens that expired before the cutoff (revoked ones included):
+// a missing token is refused exactly like an expired one.
+func (q *Queries) PruneTokens(ctx context.Context, before time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, pruneTokens, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const revokeToken = `-- name: RevokeToken :execrows
@@ -140,6 +157,27 @@ func (q *Queries) RevokeUserTokens(ctx context.Context, arg RevokeUserTokensPara
 		arg.UserID,
 		arg.KeepTokenHash,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const touchToken = `-- name: TouchToken :execrows
+UPDATE auth_tokens SET last_used_at = $1
+WHERE token_hash = $2 AND (last_used_at IS NULL OR last_used_at < $3)
+`
+
+type TouchTokenParams struct {
+	UsedAt      *time.Time
+	TokenHash   []byte
+	StaleBefore *time.Time
+}
+
+// Records that a token was used at used_at, unless that was already
+// recorded since stale_before (a write every few minutes at most).
+func (q *Queries) TouchToken(ctx context.Context, arg TouchTokenParams) (int64, error) {
+	result, err := q.db.Exec(ctx, touchToken, arg.UsedAt, arg.TokenHash, arg.StaleBefore)
 	if err != nil {
 		return 0, err
 	}

@@ -41,7 +41,7 @@ func (q *Queries) AnswerMessage(ctx context.Context, arg AnswerMessageParams) (i
 }
 
 const askCheck = `-- name: AskCheck :one
-SELECT t.org_id, t.user_id, t.expires_at, t.revoked_at, u.deactivated_at AS caller_deactivated_at,
+SELECT t.org_id, t.user_id, t.expires_at, t.revoked_at, t.last_used_at, u.deactivated_at AS caller_deactivated_at,
        r.name AS to_name, r.deactivated_at AS to_deactivated_at
 FROM auth_tokens t
 JOIN users u ON u.org_id = t.org_id AND u.id = t.user_id
@@ -60,6 +60,7 @@ type AskCheckRow struct {
 	UserID              string
 	ExpiresAt           time.Time
 	RevokedAt           *time.Time
+	LastUsedAt          *time.Time
 	CallerDeactivatedAt *time.Time
 	ToName              *string
 	ToDeactivatedAt     *time.Time
@@ -77,6 +78,7 @@ func (q *Queries) AskCheck(ctx context.Context, arg AskCheckParams) (AskCheckRow
 		&i.UserID,
 		&i.ExpiresAt,
 		&i.RevokedAt,
+		&i.LastUsedAt,
 		&i.CallerDeactivatedAt,
 		&i.ToName,
 		&i.ToDeactivatedAt,

@@ -8,16 +8,28 @@ import (
 	"time"
 )
 
+type AuditLog struct {
+	ID           int64
+	OrgID        string
+	At           time.Time
+	ActorUserID  string
+	Action       string
+	TargetUserID string
+	Address      string
+	Detail       string
+}
+
 type AuthToken struct {
-	TokenHash []byte
-	OrgID     string
-	UserID    string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	RevokedAt *time.Time
-	GrantID   *string
-	Resource  *string
-	Scope     *string
+	TokenHash  []byte
+	OrgID      string
+	UserID     string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	RevokedAt  *time.Time
+	GrantID    *string
+	Resource   *string
+	Scope      *string
+	LastUsedAt *time.Time
 }
 
 type LoginThrottle struct {
@@ -100,4 +112,5 @@ type User struct {
 	CreatedAt      time.Time
 	DeactivatedAt  *time.Time
 	RepliesSeenSeq int64
+	AdminSince     *time.Time
 }

@@ -56,7 +56,7 @@ func (q *Queries) ListUserGrantRefreshes(ctx context.Context, arg ListUserGrantR
 
 const listUserTokens = `-- name: ListUserTokens :many
 
-SELECT token_hash, org_id, user_id, created_at, expires_at, revoked_at, grant_id, resource, scope FROM auth_tokens
+SELECT token_hash, org_id, user_id, created_at, expires_at, revoked_at, grant_id, resource, scope, last_used_at FROM auth_tokens
 WHERE org_id = ?1 AND user_id = ?2
   AND revoked_at IS NULL AND expires_at > ?3 AND grant_id IS NULL
 ORDER BY created_at DESC, token_hash
@@ -98,6 +98,7 @@ func (q *Queries) ListUserTokens(ctx context.Context, arg ListUserTokensParams) 
 			&i.GrantID,
 			&i.Resource,
 			&i.Scope,
+			&i.LastUsedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -11,7 +11,7 @@ import (
 
 const lockUser = `-- name: LockUser :one
 
-SELECT org_id, id, name, password_hash, ownership, notes, profile_notes, created_at, deactivated_at, replies_seen_seq FROM users WHERE org_id = ?1 AND id = ?2
+SELECT org_id, id, name, password_hash, ownership, notes, profile_notes, created_at, deactivated_at, replies_seen_seq, admin_since FROM users WHERE org_id = ?1 AND id = ?2
 `
 
 type LockUserParams struct {
@@ -38,6 +38,7 @@ func (q *Queries) LockUser(ctx context.Context, arg LockUserParams) (User, error
 		&i.CreatedAt,
 		&i.DeactivatedAt,
 		&i.RepliesSeenSeq,
+		&i.AdminSince,
 	)
 	return i, err
 }

@@ -8,7 +8,7 @@
 -- messages): 0 asked, 1 bad token, 2 the caller asked themselves, 3 no such
 -- recipient, 4 recipient deactivated.
 WITH caller AS (
-    SELECT t.org_id, t.user_id
+    SELECT t.org_id, t.user_id, t.last_used_at
     FROM auth_tokens t
     JOIN users u ON u.org_id = t.org_id AND u.id = t.user_id
     WHERE t.token_hash = sqlc.arg(token_hash) AND t.revoked_at IS NULL
@@ -45,4 +45,6 @@ SELECT (CASE
        COALESCE((SELECT r.name FROM recipient r), '')::text AS to_name,
        COALESCE((SELECT i.id FROM inserted i), 0)::bigint AS id,
        COALESCE((SELECT i.asked_seq FROM inserted i), 0)::bigint AS asked_seq,
-       (SELECT count(*) FROM notified)::bigint AS notified;
+       (SELECT count(*) FROM notified)::bigint AS notified,
+       -- when the token was last recorded as used; the epoch for never
+       COALESCE((SELECT c.last_used_at FROM caller c), 'epoch')::timestamptz AS token_last_used_at;

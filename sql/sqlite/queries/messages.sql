@@ -3,7 +3,7 @@
 -- the token with its user's state, and the recipient in the token's
 -- organization if there is one. A token issued for another resource (NULL:
 -- the login tool's) is no row, as if it did not exist.
-SELECT t.org_id, t.user_id, t.expires_at, t.revoked_at, u.deactivated_at AS caller_deactivated_at,
+SELECT t.org_id, t.user_id, t.expires_at, t.revoked_at, t.last_used_at, u.deactivated_at AS caller_deactivated_at,
        r.name AS to_name, r.deactivated_at AS to_deactivated_at
 FROM auth_tokens t
 JOIN users u ON u.org_id = t.org_id AND u.id = t.user_id
