@@ -400,3 +400,37 @@ func TestSignUpMakesAdmin(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionAdminNotQueued: an admin acting by session with nothing to
+// hash (deactivate, notes, the role) takes no place in the password queue,
+// so it goes through while every slot is held; a reset, which hashes,
+// still queues.
+func TestSessionAdminNotQueued(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
+		f := newTeam(t, s, "umar", "john")
+		ctx := WithClientAddr(t.Context(), "203.0.113.9")
+		umar := f.webSession("acme", "umar", testUserPassword)
+		if _, err := f.s.BecomeAdmin(ctx, umar, testAdminPassword); err != nil {
+			t.Fatal(err)
+		}
+		as := Admin{Session: &umar}
+		f.s.hash.wait = 20 * time.Millisecond
+		for range cap(f.s.hash.slots) { // every slot busy hashing
+			f.s.hash.slots <- struct{}{}
+		}
+		defer func() {
+			for range cap(f.s.hash.slots) {
+				f.s.hash.release()
+			}
+		}()
+		if _, err := f.s.DeactivateUser(ctx, as, "john"); err != nil {
+			t.Errorf("DeactivateUser by session with the hash queue full = %v", err)
+		}
+		if _, err := f.s.UpdateUserProfileNotes(ctx, as, "john", "on leave"); err != nil {
+			t.Errorf("UpdateUserProfileNotes by session with the hash queue full = %v", err)
+		}
+		_, err := f.s.ResetUserPassword(ctx, as, "john", GeneratePassword())
+		wantKind(t, "ResetUserPassword with the hash queue full", err, KindThrottled)
+	})
+}
