@@ -3,6 +3,9 @@ package server
 import (
 	"math"
 	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
+	"time"
 )
 
 // The caps' defaults fit a process with memory to spare. Under a Go memory
@@ -50,4 +53,67 @@ func capsFor(cfg *Config, limit int64) {
 	if cfg.MaxRequestsPerAddress <= 0 {
 		cfg.MaxRequestsPerAddress = requests / (DefaultMaxConcurrentRequests / DefaultMaxRequestsPerAddress)
 	}
+}
+
+// memoryGuard returns the heap's free memory to the system when the Go
+// runtime holds more than high bytes and more than slack above what it held
+// after the last release. Left alone, the runtime keeps what it freed (an
+// argon2id hash's 19 MiB, a burst's buffers) until it nears its limit, so
+// a flood right after a few logins would start with the process already
+// near the limit, and the limit plus the memory outside it is more than a
+// small instance has.
+type memoryGuard struct {
+	high, slack uint64
+	floor       atomic.Uint64 // what the runtime held after the last release, or less since
+	next        atomic.Int64  // unix ns of the earliest next check
+	running     atomic.Bool
+}
+
+// newMemoryGuard guards a memory limit of limit bytes: it releases memory
+// when the runtime holds more than half of it, and 1/8 of it more than
+// after the last release (less would free nothing but cost a collection).
+// After one password hash the runtime holds about half of 48 MiB, and the
+// next hash must not add its 19 MiB to the garbage of the last. Nil (no
+// guard) without a limit.
+func newMemoryGuard(limit int64) *memoryGuard {
+	if limit <= 0 || limit == math.MaxInt64 {
+		return nil
+	}
+	return &memoryGuard{high: uint64(limit) / 2, slack: uint64(limit) / 8}
+}
+
+// How often the guard looks. Releasing costs a full collection (a few ms
+// of CPU for ctalk's heap, more under load), so after a release the guard
+// waits ten times as long as it took: it spends at most a tenth of the
+// time releasing.
+const checkEvery = 25 * time.Millisecond
+
+// check releases idle memory, in the background, if the runtime holds too
+// much, unless the guard looked a moment ago. Called as requests end.
+func (m *memoryGuard) check() {
+	if m == nil || time.Now().UnixNano() < m.next.Load() || !m.running.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer m.running.Store(false)
+		wait := checkEvery
+		held := m.held()
+		if held < m.floor.Load() {
+			m.floor.Store(held)
+		}
+		if held > m.high && held > m.floor.Load()+m.slack {
+			start := time.Now()
+			debug.FreeOSMemory()
+			wait = max(wait, 10*time.Since(start))
+			m.floor.Store(m.held())
+		}
+		m.next.Store(time.Now().Add(wait).UnixNano())
+	}()
+}
+
+// held is the memory the Go runtime holds from the system.
+func (m *memoryGuard) held() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
 }

@@ -142,3 +142,36 @@ func TestBodyBudgetUnderMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+var garbage []byte
+
+// TestMemoryReturnedAfterRequests: under a memory limit, once the runtime
+// holds more than half of it, the memory the heap freed is returned to the
+// system as requests end, rather than kept until the runtime nears the
+// limit. Not parallel: it reads the whole process's memory.
+func TestMemoryReturnedAfterRequests(t *testing.T) {
+	const limit = 64 << 20
+	srv := httptest.NewServer(Handler(Config{Store: sqliteStore(t), MCP: blockingServer(nil, nil), MemoryLimit: limit}))
+	t.Cleanup(srv.Close)
+	guard := newMemoryGuard(limit)
+	garbage = make([]byte, limit)
+	for i := range garbage {
+		garbage[i] = 1 // resident
+	}
+	garbage = nil
+	if held := guard.held(); held <= limit/2 {
+		t.Fatalf("after 64 MiB of garbage the runtime holds %d bytes: the test needs more than half the limit", held)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, body := do(t, http.MethodPost, srv.URL+"/mcp", toolsListBody, mcpHeader()); resp.StatusCode != http.StatusOK {
+			t.Fatalf("tools/list = %d %s, want 200", resp.StatusCode, body)
+		}
+		held := guard.held()
+		if held < limit/2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s of requests after 64 MiB of garbage: the runtime still holds %d bytes, want under half the limit of %d", held, limit)
+		}
+	}
+}

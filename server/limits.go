@@ -62,6 +62,8 @@ type gate struct {
 	perAddr int
 	mu      sync.Mutex
 	addrs   map[string]int // requests in flight per address key
+
+	memory *memoryGuard // nil without a memory limit
 }
 
 func newGate(cfg Config, key func(*http.Request) string) *gate {
@@ -73,6 +75,7 @@ func newGate(cfg Config, key func(*http.Request) string) *gate {
 		key:     key,
 		perAddr: min(cfg.MaxRequestsPerAddress, cfg.MaxConcurrentRequests),
 		addrs:   map[string]int{},
+		memory:  newMemoryGuard(cfg.MemoryLimit),
 	}
 }
 
@@ -112,6 +115,7 @@ func (g *gate) admit(next http.Handler) http.Handler {
 			return
 		}
 		defer g.leave(key)
+		defer g.memory.check()
 		select {
 		case g.slots <- struct{}{}:
 			defer func() { <-g.slots }()

@@ -57,8 +57,10 @@ type Config struct {
 	// MaxConcurrentRequests); more get 503 with Retry-After.
 	MaxRequestsPerAddress int
 	// MemoryLimit is the Go memory limit (bytes) the defaults of the caps
-	// above shrink to fit (see capsFor). 0: the process's (GOMEMLIMIT);
-	// without one, the defaults as they are.
+	// above shrink to fit (see capsFor); while the runtime holds more than
+	// half of it, the memory its heap freed is returned to the system as
+	// requests end (see memoryGuard). 0: the process's (GOMEMLIMIT);
+	// without one, the defaults as they are and nothing returned early.
 	MemoryLimit int64
 	// MaxSessions bounds the initialized sessions one replica remembers
 	// (default DefaultMaxSessions); beyond it the least recently used idle
