@@ -56,25 +56,22 @@ func capsFor(cfg *Config, limit int64) {
 }
 
 // memoryGuard returns the heap's free memory to the system when the Go
-// runtime holds more than high bytes and more than slack above what it held
-// after the last release. Left alone, the runtime keeps what it freed (an
-// argon2id hash's 19 MiB, a burst's buffers) until it nears its limit, so
-// a flood right after a few logins would start with the process already
-// near the limit, and the limit plus the memory outside it is more than a
-// small instance has.
+// runtime holds more than high bytes, slack of them garbage or free. Left
+// alone, the runtime keeps what it freed (an argon2id hash's 19 MiB, a
+// burst's buffers) until it nears its limit, so a flood right after a few
+// logins would start with the process already near the limit, and the
+// limit plus the memory outside it is more than a small instance has.
 type memoryGuard struct {
 	high, slack uint64
-	floor       atomic.Uint64 // what the runtime held after the last release, or less since
-	next        atomic.Int64  // unix ns of the earliest next check
+	next        atomic.Int64 // unix ns of the earliest next check
 	running     atomic.Bool
 }
 
 // newMemoryGuard guards a memory limit of limit bytes: it releases memory
-// when the runtime holds more than half of it, and 1/8 of it more than
-// after the last release (less would free nothing but cost a collection).
-// After one password hash the runtime holds about half of 48 MiB, and the
-// next hash must not add its 19 MiB to the garbage of the last. Nil (no
-// guard) without a limit.
+// when the runtime holds more than half of it, 1/8 of it idle (less would
+// cost a collection for little). After one password hash the runtime
+// holds about half of 48 MiB, and the next hash must not add its 19 MiB to
+// the garbage of the last. Nil (no guard) without a limit.
 func newMemoryGuard(limit int64) *memoryGuard {
 	if limit <= 0 || limit == math.MaxInt64 {
 		return nil
@@ -97,23 +94,31 @@ func (m *memoryGuard) check() {
 	go func() {
 		defer m.running.Store(false)
 		wait := checkEvery
-		held := m.held()
-		if held < m.floor.Load() {
-			m.floor.Store(held)
-		}
-		if held > m.high && held > m.floor.Load()+m.slack {
+		if held, idle := m.usage(); held > m.high && idle > m.slack {
 			start := time.Now()
 			debug.FreeOSMemory()
 			wait = max(wait, 10*time.Since(start))
-			m.floor.Store(m.held())
 		}
 		m.next.Store(time.Now().Add(wait).UnixNano())
 	}()
 }
 
-// held is the memory the Go runtime holds from the system.
-func (m *memoryGuard) held() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+// usage is the memory the Go runtime holds from the system, and how much
+// of it a collection and a release would return: free heap memory, and
+// heap objects beyond those live at the last collection (garbage, or new).
+func (m *memoryGuard) usage() (held, idle uint64) {
+	s := []metrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+	}
 	metrics.Read(s)
-	return s[0].Value.Uint64() - s[1].Value.Uint64()
+	held = s[0].Value.Uint64() - s[1].Value.Uint64()
+	idle = s[2].Value.Uint64()
+	if objects, live := s[3].Value.Uint64(), s[4].Value.Uint64(); objects > live {
+		idle += objects - live
+	}
+	return held, idle
 }

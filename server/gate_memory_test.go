@@ -159,14 +159,14 @@ func TestMemoryReturnedAfterRequests(t *testing.T) {
 		garbage[i] = 1 // resident
 	}
 	garbage = nil
-	if held := guard.held(); held <= limit/2 {
+	if held, _ := guard.usage(); held <= limit/2 {
 		t.Fatalf("after 64 MiB of garbage the runtime holds %d bytes: the test needs more than half the limit", held)
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if resp, body := do(t, http.MethodPost, srv.URL+"/mcp", toolsListBody, mcpHeader()); resp.StatusCode != http.StatusOK {
 			t.Fatalf("tools/list = %d %s, want 200", resp.StatusCode, body)
 		}
-		held := guard.held()
+		held, _ := guard.usage()
 		if held < limit/2 {
 			break
 		}
