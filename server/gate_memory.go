@@ -62,9 +62,9 @@ func capsFor(cfg *Config, limit int64) {
 // logins would start with the process already near the limit, and the
 // limit plus the memory outside it is more than a small instance has.
 type memoryGuard struct {
-	high, slack uint64
-	next        atomic.Int64 // unix ns of the earliest next check
-	running     atomic.Bool
+	high, slack, urgent uint64
+	next                atomic.Int64 // unix ns before which only an urgent release runs
+	running             atomic.Bool
 }
 
 // newMemoryGuard guards a memory limit of limit bytes: it releases memory
@@ -76,31 +76,28 @@ func newMemoryGuard(limit int64) *memoryGuard {
 	if limit <= 0 || limit == math.MaxInt64 {
 		return nil
 	}
-	return &memoryGuard{high: uint64(limit) / 2, slack: uint64(limit) / 8}
+	return &memoryGuard{high: uint64(limit) / 2, slack: uint64(limit) / 8, urgent: uint64(limit) / 4}
 }
 
-// How often the guard looks. Releasing costs a full collection (a few ms
-// of CPU for ctalk's heap, more under load), so after a release the guard
-// waits ten times as long as it took: it spends at most a tenth of the
-// time releasing.
-const checkEvery = 25 * time.Millisecond
-
-// check releases idle memory, in the background, if the runtime holds too
-// much, unless the guard looked a moment ago. Called as requests end.
+// check releases idle memory if the runtime holds too much. Called as a
+// request ends, before its response is complete, so the request that left
+// the garbage waits for it to go (a full collection: a few ms for ctalk's
+// heap, more under load) and its client's next request finds it gone. A
+// release waits until ten times the last one's duration has passed, so
+// releasing takes at most a tenth of the time, unless a quarter of the
+// limit is idle (a password hash's garbage).
 func (m *memoryGuard) check() {
-	if m == nil || time.Now().UnixNano() < m.next.Load() || !m.running.CompareAndSwap(false, true) {
+	if m == nil || !m.running.CompareAndSwap(false, true) {
 		return
 	}
-	go func() {
-		defer m.running.Store(false)
-		wait := checkEvery
-		if held, idle := m.usage(); held > m.high && idle > m.slack {
-			start := time.Now()
-			debug.FreeOSMemory()
-			wait = max(wait, 10*time.Since(start))
-		}
-		m.next.Store(time.Now().Add(wait).UnixNano())
-	}()
+	defer m.running.Store(false)
+	held, idle := m.usage()
+	if held <= m.high || idle <= m.slack || (idle <= m.urgent && time.Now().UnixNano() < m.next.Load()) {
+		return
+	}
+	start := time.Now()
+	debug.FreeOSMemory()
+	m.next.Store(time.Now().Add(10 * time.Since(start)).UnixNano())
 }
 
 // usage is the memory the Go runtime holds from the system, and how much
