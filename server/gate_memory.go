@@ -47,17 +47,23 @@ func capsFor(cfg *Config, limit int64) {
 		cfg.MaxBodyBytesInFlight = min(DefaultMaxBodyBytesInFlight, limit/bodyBudgetShare)
 	}
 	requests := int(min(DefaultMaxConcurrentRequests, max(limit/requestCost, minRequests)))
+	if cfg.MaxRequestsPerAddress <= 0 {
+		// An operator who sets the request cap chose it for their clients
+		// (a team behind one NAT shares one address): one address may then
+		// use it up to the default share, as without a limit.
+		cfg.MaxRequestsPerAddress = DefaultMaxRequestsPerAddress
+		if cfg.MaxConcurrentRequests <= 0 {
+			cfg.MaxRequestsPerAddress = requests / (DefaultMaxConcurrentRequests / DefaultMaxRequestsPerAddress)
+		}
+	}
 	if cfg.MaxConcurrentRequests <= 0 {
 		cfg.MaxConcurrentRequests = requests
-	}
-	if cfg.MaxRequestsPerAddress <= 0 {
-		cfg.MaxRequestsPerAddress = requests / (DefaultMaxConcurrentRequests / DefaultMaxRequestsPerAddress)
 	}
 }
 
 // memoryGuard returns the heap's free memory to the system when the Go
 // runtime holds more than high bytes, slack of them garbage or free. Left
-// alone, the runtime keeps what it freed (an argon2id hash's 19 MiB, a
+// alone, the runtime keeps what it freed (an argon2id hash's 9 MiB, a
 // burst's buffers) until it nears its limit, so a flood right after a few
 // logins would start with the process already near the limit, and the
 // limit plus the memory outside it is more than a small instance has.
@@ -70,7 +76,7 @@ type memoryGuard struct {
 // newMemoryGuard guards a memory limit of limit bytes: it releases memory
 // when the runtime holds more than half of it, 1/8 of it idle (less would
 // cost a collection for little). After one password hash the runtime
-// holds about half of 48 MiB, and the next hash must not add its 19 MiB to
+// holds about half of 48 MiB, and the next hash must not add its 9 MiB to
 // the garbage of the last. Nil (no guard) without a limit.
 func newMemoryGuard(limit int64) *memoryGuard {
 	if limit <= 0 || limit == math.MaxInt64 {

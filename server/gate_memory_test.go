@@ -9,7 +9,8 @@ import (
 )
 
 // TestCapsFollowMemoryLimit: the caps left unset shrink under a Go memory
-// limit, and the ones set are kept.
+// limit, and the ones set are kept; setting the request cap gives one
+// address the default share of it.
 func TestCapsFollowMemoryLimit(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -22,7 +23,10 @@ func TestCapsFollowMemoryLimit(t *testing.T) {
 		{limit: 1 << 40, budget: 8 << 20, requests: 4096, perAddress: 512},
 		{limit: 48 << 20, budget: 3 << 20, requests: 256, perAddress: 32},
 		{limit: 8 << 20, budget: 512 << 10, requests: 64, perAddress: 8},
-		{limit: 48 << 20, setBudget: 12345678, setRequests: 9, budget: 12345678, requests: 9, perAddress: 32},
+		// A request cap the operator set keeps the default share per
+		// address (the handler never lets it exceed the cap itself).
+		{limit: 48 << 20, setBudget: 12345678, setRequests: 9, budget: 12345678, requests: 9, perAddress: 512},
+		{limit: 48 << 20, setRequests: 1000, budget: 3 << 20, requests: 1000, perAddress: 512},
 	} {
 		cfg := Config{MaxBodyBytesInFlight: c.setBudget, MaxConcurrentRequests: c.setRequests}
 		capsFor(&cfg, c.limit)

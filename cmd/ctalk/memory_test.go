@@ -200,7 +200,7 @@ func TestMemoryUnderFloods(t *testing.T) {
 		return "HTTP statuses: " + counts.String()
 	})
 
-	// Not a flood, but measured too: three argon2id hashes of 19 MiB each
+	// Not a flood, but measured too: three argon2id hashes of 9 MiB each
 	// (register the organization, add the user, log in) just before the
 	// wait flood.
 	var umar *relayclient.Client
