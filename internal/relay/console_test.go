@@ -322,6 +322,39 @@ func TestAuditLog(t *testing.T) {
 			t.Errorf("audit log, newest first:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 
+		// A refused act records nothing (the entry is written in the act's
+		// transaction), and questions and answers never reach the log.
+		_, err = f.s.RegisterUser(ctx, Admin{Session: &umar}, NewUser{UserID: "john", Name: "John again", Password: "another-password"})
+		wantKind(t, "RegisterUser(an existing user)", err, KindConflict)
+		asked, err := f.s.Ask(ctx, umar, "john", "What is the secret-question-text?")
+		if err != nil {
+			t.Fatal(err)
+		}
+		johnLogin, err := f.s.Login(ctx, "acme", "john", gen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		johnNow := Credentials{Token: johnLogin.AuthToken}
+		if _, err := f.s.Propose(ctx, johnNow, asked.MessageID, "the-secret-answer-text"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.s.Send(ctx, johnNow, asked.MessageID, "the-secret-answer-text", Approval{}); err != nil {
+			t.Fatal(err)
+		}
+		after, err := f.s.ListAudit(ctx, Admin{Session: &umar}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range after.Entries {
+			if e.Action == AuditRegister && e.Target == "john" && e.ID > page.Entries[0].ID {
+				t.Errorf("a refused registration was recorded: %+v", e)
+			}
+			if s := fmt.Sprintf("%+v", e); strings.Contains(s, "secret-question-text") || strings.Contains(s, "secret-answer-text") {
+				t.Errorf("audit entry %+v holds message text", e)
+			}
+		}
+		want = append([]string{"signin john->john login tool"}, want...)
+
 		// Paging: 250 more sign-ins; three pages, no entry twice, none missed.
 		for range 250 {
 			f.advance(time.Second)
