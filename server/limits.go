@@ -14,7 +14,8 @@ import (
 )
 
 // Defaults of the caps that keep what an unauthenticated stranger can make
-// ctalk hold in memory bounded.
+// ctalk hold in memory bounded. Under a small Go memory limit (GOMEMLIMIT)
+// the body budget and the request caps are smaller: see capsFor.
 const (
 	// DefaultMaxBodyBytesInFlight bounds the request body bytes held by
 	// /mcp requests at once, summed over all of them. mcp-go's decoding
@@ -61,6 +62,8 @@ type gate struct {
 	perAddr int
 	mu      sync.Mutex
 	addrs   map[string]int // requests in flight per address key
+
+	memory *memoryGuard // nil without a memory limit
 }
 
 func newGate(cfg Config, key func(*http.Request) string) *gate {
@@ -72,6 +75,7 @@ func newGate(cfg Config, key func(*http.Request) string) *gate {
 		key:     key,
 		perAddr: min(cfg.MaxRequestsPerAddress, cfg.MaxConcurrentRequests),
 		addrs:   map[string]int{},
+		memory:  newMemoryGuard(cfg.MemoryLimit),
 	}
 }
 
@@ -111,6 +115,7 @@ func (g *gate) admit(next http.Handler) http.Handler {
 			return
 		}
 		defer g.leave(key)
+		defer g.memory.check()
 		select {
 		case g.slots <- struct{}{}:
 			defer func() { <-g.slots }()
@@ -121,11 +126,16 @@ func (g *gate) admit(next http.Handler) http.Handler {
 	})
 }
 
-// take reserves n bytes of the budget, if they are free.
-func (g *gate) take(n int64) bool {
+// take reserves n more bytes of the budget for a body of total bytes, if
+// they are free. A large body may not take the last smallBodyReserve bytes.
+func (g *gate) take(n, total int64) bool {
+	budget := g.budget
+	if total > largeBody {
+		budget = max(budget-smallBodyReserve, g.maxBody+1)
+	}
 	for {
 		used := g.inFlight.Load()
-		if used+n > g.budget {
+		if used+n > budget {
 			return false
 		}
 		if g.inFlight.CompareAndSwap(used, used+n) {
@@ -157,7 +167,7 @@ func (g *gate) readBody(next http.Handler) http.Handler {
 			if n <= held {
 				return true
 			}
-			if !g.take(n - held) {
+			if !g.take(n-held, n) {
 				return false
 			}
 			held = n

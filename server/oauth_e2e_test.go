@@ -35,11 +35,27 @@ const oauthRedirect = "http://127.0.0.1/callback" // Claude Code's form: any por
 
 // clock is a settable time source, so expiry is tested without waiting.
 type clock struct {
-	mu  sync.Mutex
-	off time.Duration
+	mu     sync.Mutex
+	off    time.Duration
+	frozen time.Time // when set, the time stands still there (plus advances)
 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return time.Now().Add(c.off) }
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.frozen.IsZero() {
+		return c.frozen.Add(c.off)
+	}
+	return time.Now().Add(c.off)
+}
+
+// freeze stops the clock where it is: only advance moves it, so a lock's
+// remaining time does not depend on how long a loaded machine takes.
+func (c *clock) freeze() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.frozen, c.off = time.Now().Add(c.off), 0
+}
 func (c *clock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.off += d

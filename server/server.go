@@ -42,17 +42,26 @@ type Config struct {
 	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
 	// MaxBodyBytesInFlight bounds the body bytes of all /mcp requests held
-	// at once (default DefaultMaxBodyBytesInFlight; never below one
-	// MaxBodyBytes). A request that would exceed it gets 503, Retry-After.
+	// at once (default DefaultMaxBodyBytesInFlight, or 1/16 of MemoryLimit
+	// if less; never below one MaxBodyBytes). A request that would
+	// exceed it gets 503, Retry-After. Bodies over 256 KiB may not take its
+	// last 512 KiB, which stay free for ordinary calls.
 	MaxBodyBytesInFlight int64
 	// MaxConcurrentRequests bounds /mcp requests served at once, long
-	// waits included (default DefaultMaxConcurrentRequests); more get 503
-	// with Retry-After.
+	// waits included (default DefaultMaxConcurrentRequests, or MemoryLimit
+	// over 192 KiB if fewer, at least 64); more get 503 with Retry-After.
 	MaxConcurrentRequests int
 	// MaxRequestsPerAddress bounds the requests of one client address in
-	// flight at once (default DefaultMaxRequestsPerAddress, never above
+	// flight at once (default an eighth of the request cap's default:
+	// DefaultMaxRequestsPerAddress without a memory limit; never above
 	// MaxConcurrentRequests); more get 503 with Retry-After.
 	MaxRequestsPerAddress int
+	// MemoryLimit is the Go memory limit (bytes) the defaults of the caps
+	// above shrink to fit (see capsFor); while the runtime holds more than
+	// half of it, the memory its heap freed is returned to the system as
+	// requests end (see memoryGuard). 0: the process's (GOMEMLIMIT);
+	// without one, the defaults as they are and nothing returned early.
+	MemoryLimit int64
 	// MaxSessions bounds the initialized sessions one replica remembers
 	// (default DefaultMaxSessions); beyond it the least recently used idle
 	// one is forgotten.
@@ -95,15 +104,10 @@ func handler(cfg Config) (http.Handler, *sessions) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if cfg.MaxBodyBytesInFlight <= 0 {
-		cfg.MaxBodyBytesInFlight = DefaultMaxBodyBytesInFlight
+	if cfg.MemoryLimit == 0 {
+		cfg.MemoryLimit = memoryLimit()
 	}
-	if cfg.MaxConcurrentRequests <= 0 {
-		cfg.MaxConcurrentRequests = DefaultMaxConcurrentRequests
-	}
-	if cfg.MaxRequestsPerAddress <= 0 {
-		cfg.MaxRequestsPerAddress = DefaultMaxRequestsPerAddress
-	}
+	capsFor(&cfg, cfg.MemoryLimit)
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}

@@ -60,9 +60,11 @@ const envHelp = `Environment:
   CTALK_CLIENT_IP_HEADER  a header a trusted proxy sets to the client's address (Fly-Client-IP;
                           default: none, or Fly-Client-IP on Fly.io)
   CTALK_MAX_CONCURRENT_REQUESTS
-                          /mcp requests served at once, open waits included (default 4096)
+                          /mcp requests served at once, open waits included (default 4096;
+                          under GOMEMLIMIT, the limit over 192 KiB: 256 at 48MiB)
   CTALK_MAX_BODY_BYTES_IN_FLIGHT
-                          request body bytes held at once, in bytes (default 8388608 = 8 MiB)
+                          request body bytes held at once, in bytes (default 8388608 = 8 MiB;
+                          under GOMEMLIMIT, 1/16 of the limit: 3 MiB at 48MiB)
   CTALK_MAX_SESSIONS      client sessions one replica remembers (default 500)
   CTALK_MAX_WAITS         open wait_for_messages calls per process (default 2000)
   CTALK_MAX_WAITS_PER_USER

@@ -322,6 +322,39 @@ func TestAuditLog(t *testing.T) {
 			t.Errorf("audit log, newest first:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 
+		// A refused act records nothing (the entry is written in the act's
+		// transaction), and questions and answers never reach the log.
+		_, err = f.s.RegisterUser(ctx, Admin{Session: &umar}, NewUser{UserID: "john", Name: "John again", Password: "another-password"})
+		wantKind(t, "RegisterUser(an existing user)", err, KindConflict)
+		asked, err := f.s.Ask(ctx, umar, "john", "What is the secret-question-text?")
+		if err != nil {
+			t.Fatal(err)
+		}
+		johnLogin, err := f.s.Login(ctx, "acme", "john", gen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		johnNow := Credentials{Token: johnLogin.AuthToken}
+		if _, err := f.s.Propose(ctx, johnNow, asked.MessageID, "the-secret-answer-text"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.s.Send(ctx, johnNow, asked.MessageID, "the-secret-answer-text", Approval{}); err != nil {
+			t.Fatal(err)
+		}
+		after, err := f.s.ListAudit(ctx, Admin{Session: &umar}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range after.Entries {
+			if e.Action == AuditRegister && e.Target == "john" && e.ID > page.Entries[0].ID {
+				t.Errorf("a refused registration was recorded: %+v", e)
+			}
+			if s := fmt.Sprintf("%+v", e); strings.Contains(s, "secret-question-text") || strings.Contains(s, "secret-answer-text") {
+				t.Errorf("audit entry %+v holds message text", e)
+			}
+		}
+		want = append([]string{"signin john->john login tool"}, want...)
+
 		// Paging: 250 more sign-ins; three pages, no entry twice, none missed.
 		for range 250 {
 			f.advance(time.Second)
@@ -398,5 +431,36 @@ func TestSignUpMakesAdmin(t *testing.T) {
 		if err != nil || len(people) != 1 || !people[0].Admin {
 			t.Fatalf("ListOrgPeople as the founder = %+v, %v; want ann, an admin", people, err)
 		}
+	})
+}
+
+// TestSessionAdminNotQueued: an admin acting by session with nothing to
+// hash (deactivate, notes) takes no place in the password queue, so it goes
+// through while a password check from the same address is in progress; a
+// reset, which hashes, still waits its turn.
+func TestSessionAdminNotQueued(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
+		f := newTeam(t, s, "umar", "john")
+		ctx := WithClientAddr(t.Context(), "203.0.113.9")
+		umar := f.webSession("acme", "umar", testUserPassword)
+		if _, err := f.s.BecomeAdmin(ctx, umar, testAdminPassword); err != nil {
+			t.Fatal(err)
+		}
+		as := Admin{Session: &umar}
+		f.s.hash.wait = 20 * time.Millisecond
+		_, release, err := f.s.passwordTurn(ctx) // a password check from the same address in progress
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		if _, err := f.s.DeactivateUser(ctx, as, "john"); err != nil {
+			t.Errorf("DeactivateUser by session during a password check = %v", err)
+		}
+		if _, err := f.s.UpdateUserProfileNotes(ctx, as, "john", "on leave"); err != nil {
+			t.Errorf("UpdateUserProfileNotes by session during a password check = %v", err)
+		}
+		_, err = f.s.ResetUserPassword(ctx, as, "john", GeneratePassword())
+		wantKind(t, "ResetUserPassword during a password check", err, KindThrottled)
 	})
 }

@@ -14,9 +14,10 @@ import (
 	"golang.org/x/crypto/argon2"
 )
 
-// phcPattern is an argon2id PHC string with OWASP's parameters, a 16-byte
+// phcPattern is an argon2id PHC string with ctalk's parameters (m=9 MiB,
+// t=4, p=1: OWASP-equivalent to m=19 MiB, t=2), a 16-byte
 // salt and a 32-byte key (unpadded standard base64).
-var phcPattern = regexp.MustCompile(`^\$argon2id\$v=19\$m=19456,t=2,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$`)
+var phcPattern = regexp.MustCompile(`^\$argon2id\$v=19\$m=9216,t=4,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$`)
 
 func mustHash(t *testing.T, h *hasher, password string) string {
 	t.Helper()
@@ -41,7 +42,7 @@ func TestHashVerify(t *testing.T) {
 	if err != nil {
 		t.Fatalf("decodeArgon2id(%q) = %v", encoded, err)
 	}
-	if diff := cmp.Diff(argonParams{memory: 19 * 1024, time: 2, threads: 1}, p, cmp.AllowUnexported(argonParams{})); diff != "" {
+	if diff := cmp.Diff(argonParams{memory: 9 * 1024, time: 4, threads: 1}, p, cmp.AllowUnexported(argonParams{})); diff != "" {
 		t.Errorf("decodeArgon2id params mismatch (-want +got):\n%s", diff)
 	}
 	if len(salt) != 16 || len(key) != 32 {
@@ -69,20 +70,23 @@ func TestHashVerify(t *testing.T) {
 	}
 }
 
-// TestVerifyOlderParameters: stored hashes carry their parameters, so raising
-// the defaults later keeps old passwords working.
+// TestVerifyOlderParameters: stored hashes carry their parameters, so
+// changing the defaults keeps old passwords working: those stored before
+// ctalk moved to m=9 MiB, t=4 (m=19 MiB, t=2) and any others.
 func TestVerifyOlderParameters(t *testing.T) {
 	t.Parallel()
 	salt := []byte("0123456789abcdef")
-	key := argon2.IDKey([]byte("old password"), salt, 1, 8*1024, 1, 32)
 	b64 := base64.RawStdEncoding
-	old := fmt.Sprintf("$argon2id$v=19$m=8192,t=1,p=1$%s$%s", b64.EncodeToString(salt), b64.EncodeToString(key))
 	h := newHasher(1, 0)
-	if ok, err := h.Verify(t.Context(), old, "old password"); !ok || err != nil {
-		t.Errorf("Verify(m=8192,t=1 hash, right password) = %v, %v; want true, nil", ok, err)
-	}
-	if ok, err := h.Verify(t.Context(), old, "new password"); ok || err != nil {
-		t.Errorf("Verify(m=8192,t=1 hash, wrong password) = %v, %v; want false, nil", ok, err)
+	for _, p := range []argonParams{{memory: 19 * 1024, time: 2, threads: 1}, {memory: 8 * 1024, time: 1, threads: 1}} {
+		key := argon2.IDKey([]byte("old password"), salt, p.time, p.memory, p.threads, 32)
+		old := fmt.Sprintf("$argon2id$v=19$m=%d,t=%d,p=%d$%s$%s", p.memory, p.time, p.threads, b64.EncodeToString(salt), b64.EncodeToString(key))
+		if ok, err := h.Verify(t.Context(), old, "old password"); !ok || err != nil {
+			t.Errorf("Verify(%s, right password) = %v, %v; want true, nil", old, ok, err)
+		}
+		if ok, err := h.Verify(t.Context(), old, "new password"); ok || err != nil {
+			t.Errorf("Verify(%s, wrong password) = %v, %v; want false, nil", old, ok, err)
+		}
 	}
 }
 
