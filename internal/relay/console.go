@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"errors"
-	"sort"
 	"strings"
 	"time"
 
@@ -203,12 +202,9 @@ func (s *Service) ListOrgTokens(ctx context.Context, a Admin) (OrgTokens, error)
 		if len(toks) > maxListed {
 			toks, out.More = toks[:maxListed], true
 		}
-		mine := auth.cred.tokenHashOrNil()
+		mine := db.Token{TokenHash: auth.cred.tokenHashOrNil()}
 		for _, t := range toks {
-			exp := t.ExpiresAt
-			out.Tokens = append(out.Tokens, OrgToken{UserID: t.UserID, MyToken: MyToken{
-				ID: tokenPublicID(t.TokenHash), Kind: tokenKind(t), CreatedAt: t.CreatedAt, ExpiresAt: &exp, LastUsedAt: t.LastUsedAt,
-				Current: string(t.TokenHash) == string(mine)}})
+			out.Tokens = append(out.Tokens, OrgToken{UserID: t.UserID, MyToken: tokenListed(t, mine)})
 		}
 		grants, err := q.ListOrgGrants(ctx, auth.org.ID)
 		if err != nil {
@@ -218,33 +214,15 @@ func (s *Service) ListOrgTokens(ctx context.Context, a Admin) (OrgTokens, error)
 		if err != nil {
 			return err
 		}
-		last := newestRefresh(refreshes)
-		for _, g := range grants {
-			m := OrgToken{UserID: g.UserID, MyToken: MyToken{ID: g.ID, Kind: TokenKindOAuth, ClientName: g.ClientName,
-				ClientID: g.ClientID, CreatedAt: g.CreatedAt, LastUsedAt: g.LastUsedAt}}
-			if e, ok := last[g.ID]; ok {
-				m.ExpiresAt = &e
-			}
-			out.Clients = append(out.Clients, m)
+		for i, m := range grantsListed(grants, refreshes, mine) {
+			out.Clients = append(out.Clients, OrgToken{UserID: grants[i].UserID, MyToken: m})
 		}
 		return nil
 	})
 	if err != nil {
 		return OrgTokens{}, err
 	}
-	sort.SliceStable(out.Clients, func(i, j int) bool { return out.Clients[i].CreatedAt.After(out.Clients[j].CreatedAt) })
 	return out, nil
-}
-
-// newestRefresh maps each grant to the expiry of its newest refresh token.
-func newestRefresh(refreshes []db.GrantRefresh) map[string]time.Time {
-	last := map[string]time.Time{}
-	for _, r := range refreshes {
-		if r.ExpiresAt.After(last[r.GrantID]) {
-			last[r.GrantID] = r.ExpiresAt
-		}
-	}
-	return last
 }
 
 // RevokeOrgToken revokes any live login token, web session (by public id)

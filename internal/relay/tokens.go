@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"sort"
 	"strings"
 	"time"
 
@@ -84,11 +83,7 @@ func (s *Service) ListMyTokens(ctx context.Context, cred Credentials) (MyTokens,
 		}
 		out.Tokens = make([]MyToken, 0, len(toks))
 		for _, t := range toks {
-			exp := t.ExpiresAt
-			out.Tokens = append(out.Tokens, MyToken{
-				ID: tokenPublicID(t.TokenHash), Kind: tokenKind(t), CreatedAt: t.CreatedAt, ExpiresAt: &exp, LastUsedAt: t.LastUsedAt,
-				Current: string(t.TokenHash) == string(c.token.TokenHash),
-			})
+			out.Tokens = append(out.Tokens, tokenListed(t, c.token))
 		}
 		grants, err := q.ListOAuthGrants(ctx, c.user.OrgID, c.user.ID)
 		if err != nil {
@@ -98,24 +93,44 @@ func (s *Service) ListMyTokens(ctx context.Context, cred Credentials) (MyTokens,
 		if err != nil {
 			return err
 		}
-		last := newestRefresh(refreshes)
-		out.Clients = make([]MyToken, 0, len(grants))
-		for _, g := range grants {
-			m := MyToken{ID: g.ID, Kind: TokenKindOAuth, ClientName: g.ClientName, ClientID: g.ClientID,
-				CreatedAt: g.CreatedAt, LastUsedAt: g.LastUsedAt,
-				Current: c.token.GrantID != nil && *c.token.GrantID == g.ID}
-			if e, ok := last[g.ID]; ok {
-				m.ExpiresAt = &e
-			}
-			out.Clients = append(out.Clients, m)
-		}
+		out.Clients = grantsListed(grants, refreshes, c.token)
 		return nil
 	}))
 	if err != nil {
 		return MyTokens{}, err
 	}
-	sort.SliceStable(out.Clients, func(i, j int) bool { return out.Clients[i].CreatedAt.After(out.Clients[j].CreatedAt) })
 	return out, nil
+}
+
+// tokenListed is a login token or web session as the lists show it;
+// current is the token of the call.
+func tokenListed(t, current db.Token) MyToken {
+	exp := t.ExpiresAt
+	return MyToken{ID: tokenPublicID(t.TokenHash), Kind: tokenKind(t), CreatedAt: t.CreatedAt, ExpiresAt: &exp,
+		LastUsedAt: t.LastUsedAt, Current: current.TokenHash != nil && string(t.TokenHash) == string(current.TokenHash)}
+}
+
+// grantsListed lists grants (newest first, as the queries return them) as
+// connected clients, each lasting as long as its newest refresh token;
+// current is the token of the call.
+func grantsListed(grants []db.OAuthGrant, refreshes []db.GrantRefresh, current db.Token) []MyToken {
+	last := map[string]time.Time{}
+	for _, r := range refreshes {
+		if r.ExpiresAt.After(last[r.GrantID]) {
+			last[r.GrantID] = r.ExpiresAt
+		}
+	}
+	out := make([]MyToken, 0, len(grants))
+	for _, g := range grants {
+		m := MyToken{ID: g.ID, Kind: TokenKindOAuth, ClientName: g.ClientName, ClientID: g.ClientID,
+			CreatedAt: g.CreatedAt, LastUsedAt: g.LastUsedAt,
+			Current: current.GrantID != nil && *current.GrantID == g.ID}
+		if e, ok := last[g.ID]; ok {
+			m.ExpiresAt = &e
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // RevokedToken reports what RevokeMyToken ended.
