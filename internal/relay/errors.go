@@ -50,3 +50,8 @@ var (
 	errBadLogin = &Error{Kind: KindUnauthorized, msg: "login failed: the organization, user or password is wrong"}
 	errBadAdmin = &Error{Kind: KindUnauthorized, msg: "the organization does not exist or the admin password is wrong"}
 )
+
+// ErrBadAdminPassword is the refusal of a wrong admin password (errors.Is
+// tells it apart from a session that stopped working, which is
+// KindUnauthorized too).
+var ErrBadAdminPassword error = errBadAdmin

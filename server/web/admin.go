@@ -75,21 +75,16 @@ func (f *Face) alertOr(w http.ResponseWriter, r *http.Request, s *session, b *ba
 }
 
 // adminPasswordError is the message for an admin password the relay
-// refused. The relay says "unauthorized" both for a wrong admin password
-// and for a dead session: while the session still works, it was the
-// password, and the form says so; otherwise "" (adminFail signs out).
-func (f *Face) adminPasswordError(r *http.Request, s *session, err error) (string, int) {
+// refused, or "" when the refusal is another (a session that stopped
+// working: adminFail signs out).
+func (f *Face) adminPasswordError(err error) (string, int) {
 	if msg, status := formError(err); msg != "" {
 		return msg, status
 	}
-	var re *relay.Error
-	if !errors.As(err, &re) || re.Kind != relay.KindUnauthorized {
-		return "", 0
+	if errors.Is(err, relay.ErrBadAdminPassword) {
+		return err.Error(), http.StatusForbidden
 	}
-	if _, err := f.cfg.Relay.WebSessionUser(r.Context(), s.cred); err != nil {
-		return "", 0
-	}
-	return re.Error(), http.StatusForbidden
+	return "", 0
 }
 
 // adminBecome grants the signed-in person the admin role on the
@@ -100,7 +95,7 @@ func (f *Face) adminBecome(w http.ResponseWriter, r *http.Request, s *session) {
 		seeOther(w, r, Prefix+"/admin?ok=admin")
 		return
 	}
-	if msg, status := f.adminPasswordError(r, s, err); msg != "" {
+	if msg, status := f.adminPasswordError(err); msg != "" {
 		f.becomePage(w, status, s, msg)
 		return
 	}
@@ -387,7 +382,7 @@ func (f *Face) adminPassword(w http.ResponseWriter, r *http.Request, s *session)
 		seeOther(w, r, Prefix+"/admin/password?ok=adminpw")
 		return
 	}
-	msg, status := f.adminPasswordError(r, s, err)
+	msg, status := f.adminPasswordError(err)
 	if msg == "" {
 		f.adminFail(w, r, s, err)
 		return
