@@ -12,6 +12,9 @@ type AskParams struct {
 	// must have been issued for it (nil: a login-tool token, which has none).
 	// A token for another resource is AskBadToken.
 	Resource *string
+	// ThreadID continues a conversation (the rules checked the caller may);
+	// 0 starts one.
+	ThreadID int64
 }
 
 // AskStatus says whether a question was stored, or which check refused it first.

@@ -56,7 +56,7 @@ func TestAskPerson(t *testing.T) {
 
 		out := askAs("amy", "bob")
 		want := db.AskOutcome{Status: db.Asked, ToName: newUser("a", "bob").Name, Message: db.Message{
-			OrgID: "a", ID: 1, FromUserID: "amy", ToUserID: "bob", Question: "Why?", AskedAt: t0.Add(30 * time.Minute), AskedSeq: 1}}
+			OrgID: "a", ID: 1, FromUserID: "amy", ToUserID: "bob", Question: "Why?", AskedAt: t0.Add(30 * time.Minute), AskedSeq: 1, ThreadID: 1}}
 		if diff := cmp.Diff(want, out); diff != "" {
 			t.Errorf("AskPerson(amy → bob) mismatch (-want +got): refusals must number nothing\n%s", diff)
 		}

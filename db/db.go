@@ -85,6 +85,10 @@ type Message struct {
 	AnswerText     *string
 	AnsweredAt     *time.Time
 	AnsweredSeq    *int64
+	// ThreadID is the conversation's first question (its own id for a first question).
+	ThreadID int64
+	// SharedAt is when the answer was shared with the organization (nil: only the two people).
+	SharedAt *time.Time
 }
 
 // Answered reports whether the question has its final answer.
@@ -103,6 +107,14 @@ type InboxItem struct {
 type Reply struct {
 	Message
 	RecipientName string
+}
+
+// ThreadMessage is a question of a conversation with the names of who asked
+// it and who was asked.
+type ThreadMessage struct {
+	Message
+	FromName string
+	ToName   string
 }
 
 // Throttle counts failed password attempts for one key.
@@ -183,8 +195,15 @@ type Queries interface {
 	ListInbox(ctx context.Context, orgID, toUserID string, afterID int64, limit int) ([]InboxItem, error)
 	// SaveDraft replaces the draft of an unanswered question; ErrNotFound if it is answered.
 	SaveDraft(ctx context.Context, orgID string, id int64, draft string, at time.Time) error
-	// AnswerMessage stores the final answer of an unanswered question; ErrNotFound if it is answered.
-	AnswerMessage(ctx context.Context, orgID string, id int64, answer string, at time.Time, seq int64) error
+	// AnswerMessage stores the final answer of an unanswered question, shared
+	// with the organization from sharedAt (nil: not shared); ErrNotFound if it is answered.
+	AnswerMessage(ctx context.Context, orgID string, id int64, answer string, at time.Time, seq int64, sharedAt *time.Time) error
+	// ListThread returns up to limit questions of a conversation in the order asked.
+	ListThread(ctx context.Context, orgID string, threadID int64, limit int) ([]ThreadMessage, error)
+	// SearchMessages returns up to limit answered questions of an organization
+	// matching a search (see Search), newest answer first, among those visible
+	// to userID: shared with the organization, or asked by or of them ("": shared only).
+	SearchMessages(ctx context.Context, orgID, userID string, s Search, limit int) ([]ThreadMessage, error)
 	// ListReplies returns up to limit answers to a user's questions, in commit
 	// order: those with a sequence number above afterSeq answered at or after
 	// since, and all those above seenSeq (not yet shown to the user).

@@ -31,6 +31,7 @@ func asked(m db.Message, askerName string) db.Event {
 	return db.Event{
 		Kind: db.EventQuestion, Seq: m.AskedSeq, MessageID: m.ID, FromUserID: m.FromUserID, ToUserID: m.ToUserID,
 		Question: m.Question, AskedAt: m.AskedAt, AnswerText: m.AnswerText, AnsweredAt: m.AnsweredAt, OtherName: askerName,
+		ThreadID: m.ThreadID,
 	}
 }
 

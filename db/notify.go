@@ -49,6 +49,8 @@ type Event struct {
 	// OtherName is the name of who asked the question (EventQuestion) or who
 	// answered it (EventAnswer).
 	OtherName string
+	// ThreadID is the conversation the question belongs to.
+	ThreadID int64
 }
 
 // fallbackPoll is how often the notifier checks the watched organizations'

@@ -746,14 +746,14 @@ func TestOAuthMigrationDown(t *testing.T) {
 			t.Fatalf("OpenMigrator() = %v", err)
 		}
 		t.Cleanup(func() { m.Close() })
-		for _, v := range []int64{6, 5} { // the admin console's migration first
+		for _, v := range []int64{7, 6, 5} { // the newer migrations first
 			res, err := m.Down(ctx)
 			if err != nil || res.Source.Version != v {
 				t.Fatalf("Down() = %+v, %v; want version %d rolled back", res, err, v)
 			}
 		}
-		if n, err := m.Up(ctx); err != nil || n != 2 {
-			t.Fatalf("Up() = %d, %v; want 2, nil", n, err)
+		if n, err := m.Up(ctx); err != nil || n != 3 {
+			t.Fatalf("Up() = %d, %v; want 3, nil", n, err)
 		}
 		view(t, s, func(q db.Queries) error {
 			got, err := q.GetToken(ctx, []byte("login"))

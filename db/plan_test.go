@@ -153,6 +153,10 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 			return int64(19990)
 		}
 		return int64(0)
+	case "threadid":
+		return int64(1234)
+	case "query": // a search: one word, valid FTS5 and to_tsquery syntax
+		return "retry"
 	case "askedseq", "answeredseq", "failures":
 		return int64(0)
 	case "maxrows":
@@ -162,7 +166,7 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 	case "grantid":
 		return "o0001/u7"
 	case "since", "before", "revokedat", "deactivatedat", "answeredat", "draftupdatedat", "createdat", "expiresat",
-		"askedat", "lockeduntil", "updatedat", "unlocked", "usedat", "lastusedat", "now", "at", "adminsince", "stalebefore":
+		"askedat", "lockeduntil", "updatedat", "unlocked", "usedat", "lastusedat", "now", "at", "adminsince", "stalebefore", "sharedat":
 		return now
 	case "draft", "drafttext", "answertext", "notes", "profilenotes", "passwordhash", "question", "name", "ownership",
 		"adminpasswordhash", "accountkey", "addrkey", "key", "resource", "scope", "clientid", "clientname",
@@ -192,10 +196,10 @@ var (
 		 SELECT sha256(convert_to(org_id || '/' || id, 'UTF8')), org_id, id, now(), now() + interval '1 day' FROM users`,
 		`INSERT INTO login_throttle (key, failures, locked_until, updated_at)
 		 SELECT 'addr:10.0.' || g, 1, now(), now() FROM generate_series(1, 5000) g`,
-		`INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, answer_text, answered_at, answered_seq)
+		`INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, answer_text, answered_at, answered_seq, thread_id)
 		 SELECT org, id, 'u' || ((t + 1 + (id / 10) % 9) % 10), 'u' || t, 'Question ' || id, now(), id,
 		        CASE WHEN id % 10 <> 0 THEN 'Answer ' || id END, CASE WHEN id % 10 <> 0 THEN now() END,
-		        CASE WHEN id % 10 <> 0 THEN 10000 + id END
+		        CASE WHEN id % 10 <> 0 THEN 10000 + id END, id
 		 FROM (SELECT 'o' || lpad((1 + (g - 1) / 10000)::text, 4, '0') AS org, 1 + (g - 1) % 10000 AS id, g % 10 AS t
 		       FROM generate_series(1, 100000) g) s`,
 		`INSERT INTO oauth_clients (id, name, redirect_uris, created_at)
@@ -227,11 +231,11 @@ var (
 		 INSERT INTO login_throttle (key, failures, locked_until, updated_at)
 		 SELECT 'addr:10.0.' || i, 1, '2026-03-01T09:00:00.000000Z', '2026-03-01T09:00:00.000000Z' FROM g`,
 		`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 10000)
-		 INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, answer_text, answered_at, answered_seq)
+		 INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, answer_text, answered_at, answered_seq, thread_id)
 		 SELECT org, id, 'u' || ((t + 1 + (id / 10) % 9) % 10), 'u' || t, 'Question ' || id, '2026-03-01T09:00:00.000000Z', id,
 		        CASE WHEN id % 10 <> 0 THEN 'Answer ' || id END,
 		        CASE WHEN id % 10 <> 0 THEN '2026-03-01T09:00:00.000000Z' END,
-		        CASE WHEN id % 10 <> 0 THEN 1000 + id END
+		        CASE WHEN id % 10 <> 0 THEN 1000 + id END, id
 		 FROM (SELECT printf('o%04d', 1 + (i - 1) / 1000) AS org, 1 + (i - 1) % 1000 AS id, i % 10 AS t FROM g)`,
 		`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 500)
 		 INSERT INTO oauth_clients (id, name, redirect_uris, created_at)

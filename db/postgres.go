@@ -175,21 +175,24 @@ func (a pgQueries) RevokeUserTokens(ctx context.Context, orgID, userID string, k
 func (a pgQueries) CreateMessage(ctx context.Context, m Message) error {
 	return pgError(a.q.CreateMessage(ctx, pgdb.CreateMessageParams{
 		OrgID: m.OrgID, ID: m.ID, FromUserID: m.FromUserID, ToUserID: m.ToUserID,
-		Question: m.Question, AskedAt: m.AskedAt, AskedSeq: m.AskedSeq,
+		Question: m.Question, AskedAt: m.AskedAt, AskedSeq: m.AskedSeq, ThreadID: threadOf(m),
 	}))
 }
 
 func (a pgQueries) AskPerson(ctx context.Context, p AskParams) (AskOutcome, error) {
 	// The statement notifies on pgEventChannel with NotifyEvent's payload.
-	r, err := a.q.AskPerson(ctx, pgdb.AskPersonParams{TokenHash: p.TokenHash, AskedAt: p.At, ToUserID: p.ToUserID, Question: p.Question, Resource: p.Resource})
+	r, err := a.q.AskPerson(ctx, pgdb.AskPersonParams{TokenHash: p.TokenHash, AskedAt: p.At, ToUserID: p.ToUserID, Question: p.Question, Resource: p.Resource, ThreadID: p.ThreadID})
 	if err != nil {
 		return AskOutcome{}, pgError(err)
 	}
 	out := AskOutcome{
 		Status: AskStatus(r.Status),
 		Message: Message{OrgID: r.OrgID, ID: r.ID, FromUserID: r.FromUserID, ToUserID: p.ToUserID,
-			Question: p.Question, AskedAt: p.At, AskedSeq: r.AskedSeq},
+			Question: p.Question, AskedAt: p.At, AskedSeq: r.AskedSeq, ThreadID: p.ThreadID},
 		ToName: r.ToName,
+	}
+	if out.Message.ThreadID == 0 {
+		out.Message.ThreadID = out.Message.ID
 	}
 	if r.TokenLastUsedAt.Unix() != 0 {
 		out.TokenLastUsedAt = &r.TokenLastUsedAt
@@ -213,9 +216,9 @@ func (a pgQueries) SaveDraft(ctx context.Context, orgID string, id int64, draft 
 	return oneRow(a.q.SaveDraft(ctx, pgdb.SaveDraftParams{OrgID: orgID, ID: id, DraftText: &draft, DraftUpdatedAt: &at}))(pgError)
 }
 
-func (a pgQueries) AnswerMessage(ctx context.Context, orgID string, id int64, answer string, at time.Time, seq int64) error {
+func (a pgQueries) AnswerMessage(ctx context.Context, orgID string, id int64, answer string, at time.Time, seq int64, sharedAt *time.Time) error {
 	return oneRow(a.q.AnswerMessage(ctx, pgdb.AnswerMessageParams{
-		OrgID: orgID, ID: id, AnswerText: &answer, AnsweredAt: &at, AnsweredSeq: &seq,
+		OrgID: orgID, ID: id, AnswerText: &answer, AnsweredAt: &at, AnsweredSeq: &seq, SharedAt: sharedAt,
 	}))(pgError)
 }
 

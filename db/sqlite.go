@@ -10,9 +10,14 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 	_ "github.com/ncruces/go-sqlite3/driver" // registers "sqlite3"
+	"github.com/ncruces/go-sqlite3/ext/fts5"
 
 	"github.com/ctalk/ctalk/db/internal/sqlitedb"
 )
+
+// Full-text search (search_answers) runs on FTS5, an extension this build
+// of SQLite loads into every connection it opens.
+func init() { sqlite3.AutoExtension(fts5.Register) }
 
 // sqliteTimeFormat stores times as fixed-width UTC text with microseconds, so
 // that text comparison in SQL is time order and both backends keep the same
@@ -264,7 +269,7 @@ func (a sqliteQueries) RevokeUserTokens(ctx context.Context, orgID, userID strin
 func (a sqliteQueries) CreateMessage(ctx context.Context, m Message) error {
 	return sqliteError(a.ask.CreateMessage(ctx, sqlitedb.CreateMessageParams{
 		OrgID: m.OrgID, ID: m.ID, FromUserID: m.FromUserID, ToUserID: m.ToUserID,
-		Question: m.Question, AskedAt: m.AskedAt, AskedSeq: m.AskedSeq,
+		Question: m.Question, AskedAt: m.AskedAt, AskedSeq: m.AskedSeq, ThreadID: threadOf(m),
 	}))
 }
 
@@ -282,7 +287,7 @@ func (a sqliteQueries) AskPerson(ctx context.Context, p AskParams) (AskOutcome, 
 	facts := askFacts{orgID: r.OrgID, userID: r.UserID, expiresAt: r.ExpiresAt, revokedAt: r.RevokedAt,
 		callerDeactivatedAt: r.CallerDeactivatedAt, toName: r.ToName, toDeactivatedAt: r.ToDeactivatedAt}
 	out := AskOutcome{Status: facts.status(p), TokenLastUsedAt: r.LastUsedAt,
-		Message: Message{OrgID: r.OrgID, FromUserID: r.UserID, ToUserID: p.ToUserID, Question: p.Question, AskedAt: p.At}}
+		Message: Message{OrgID: r.OrgID, FromUserID: r.UserID, ToUserID: p.ToUserID, Question: p.Question, AskedAt: p.At, ThreadID: p.ThreadID}}
 	if r.ToName != nil {
 		out.ToName = *r.ToName
 	}
@@ -291,6 +296,9 @@ func (a sqliteQueries) AskPerson(ctx context.Context, p AskParams) (AskOutcome, 
 	}
 	if out.Message.ID, out.Message.AskedSeq, err = a.AllocateMessage(ctx, r.OrgID); err != nil {
 		return AskOutcome{}, err
+	}
+	if out.Message.ThreadID == 0 {
+		out.Message.ThreadID = out.Message.ID
 	}
 	if err := a.CreateMessage(ctx, out.Message); err != nil {
 		return AskOutcome{}, err
@@ -314,9 +322,9 @@ func (a sqliteQueries) SaveDraft(ctx context.Context, orgID string, id int64, dr
 	return oneRow(a.q.SaveDraft(ctx, sqlitedb.SaveDraftParams{OrgID: orgID, ID: id, DraftText: &draft, DraftUpdatedAt: &at}))(sqliteError)
 }
 
-func (a sqliteQueries) AnswerMessage(ctx context.Context, orgID string, id int64, answer string, at time.Time, seq int64) error {
+func (a sqliteQueries) AnswerMessage(ctx context.Context, orgID string, id int64, answer string, at time.Time, seq int64, sharedAt *time.Time) error {
 	return oneRow(a.q.AnswerMessage(ctx, sqlitedb.AnswerMessageParams{
-		OrgID: orgID, ID: id, AnswerText: &answer, AnsweredAt: &at, AnsweredSeq: &seq,
+		OrgID: orgID, ID: id, AnswerText: &answer, AnsweredAt: &at, AnsweredSeq: &seq, SharedAt: sharedAt,
 	}))(sqliteError)
 }
 

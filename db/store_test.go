@@ -158,7 +158,7 @@ func TestTimesRoundTripInUTC(t *testing.T) {
 			if err := q.SaveDraft(ctx, "a", 1, "draft", later); err != nil {
 				return err
 			}
-			return q.AnswerMessage(ctx, "a", 1, "answer", later, 2)
+			return q.AnswerMessage(ctx, "a", 1, "answer", later, 2, nil)
 		})
 
 		view(t, s, func(q db.Queries) error {
@@ -423,7 +423,7 @@ func TestMessagesStayInTheirOrganization(t *testing.T) {
 		// Writes through another organization touch nothing.
 		err = inTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "b", 7, "d", t0) })
 		wantErr(t, "SaveDraft(b, 7)", err, db.ErrNotFound)
-		err = inTx(t, s, func(q db.Queries) error { return q.AnswerMessage(ctx, "b", 7, "x", t0, 9) })
+		err = inTx(t, s, func(q db.Queries) error { return q.AnswerMessage(ctx, "b", 7, "x", t0, 9, nil) })
 		wantErr(t, "AnswerMessage(b, 7)", err, db.ErrNotFound)
 		if got, err := getMessage(t, s, "a", 7); err != nil || got.DraftText != nil || got.Answered() {
 			t.Errorf("GetMessage(a, 7) after writes via b = %+v, %v; want no draft, unanswered", got, err)
@@ -490,13 +490,13 @@ func TestDraftAndAnswer(t *testing.T) {
 			m.DraftText, m.DraftUpdatedAt = &draft, &at
 		}
 		m = answer(t, s, m, "final", t0.Add(time.Minute))
-		err := inTx(t, s, func(q db.Queries) error { return q.AnswerMessage(ctx, "a", m.ID, "again", t0.Add(time.Hour), 99) })
+		err := inTx(t, s, func(q db.Queries) error { return q.AnswerMessage(ctx, "a", m.ID, "again", t0.Add(time.Hour), 99, nil) })
 		wantErr(t, "AnswerMessage(answered)", err, db.ErrNotFound)
 		err = inTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "a", m.ID, "late draft", t0.Add(time.Hour)) })
 		wantErr(t, "SaveDraft(answered)", err, db.ErrNotFound)
 		err = inTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "a", 404, "d", t0) })
 		wantErr(t, "SaveDraft(unknown id)", err, db.ErrNotFound)
-		err = inTx(t, s, func(q db.Queries) error { return q.AnswerMessage(ctx, "a", 404, "x", t0, 98) })
+		err = inTx(t, s, func(q db.Queries) error { return q.AnswerMessage(ctx, "a", 404, "x", t0, 98, nil) })
 		wantErr(t, "AnswerMessage(unknown id)", err, db.ErrNotFound)
 
 		got, err := getMessage(t, s, "a", m.ID)
@@ -719,7 +719,7 @@ func TestAnswerMessageOnceUnderConcurrency(t *testing.T) {
 						return err
 					}
 					seqs[i] = seq
-					return q.AnswerMessage(ctx, "a", m.ID, "answer "+string(rune('A'+i)), t0, seq)
+					return q.AnswerMessage(ctx, "a", m.ID, "answer "+string(rune('A'+i)), t0, seq, nil)
 				})
 			})
 		}

@@ -141,6 +141,7 @@ func ask(t *testing.T, s db.Store, orgID, from, to, question string, at time.Tim
 		if m.ID, m.AskedSeq, err = q.AllocateMessage(t.Context(), orgID); err != nil {
 			return err
 		}
+		m.ThreadID = m.ID // a first question starts its conversation
 		return q.CreateMessage(t.Context(), m)
 	})
 	return m
@@ -154,7 +155,7 @@ func answer(t *testing.T, s db.Store, m db.Message, text string, at time.Time) d
 		if err != nil {
 			return err
 		}
-		if err := q.AnswerMessage(t.Context(), m.OrgID, m.ID, text, at, seq); err != nil {
+		if err := q.AnswerMessage(t.Context(), m.OrgID, m.ID, text, at, seq, nil); err != nil {
 			return err
 		}
 		m.AnswerText, m.AnsweredAt, m.AnsweredSeq = &text, &at, &seq

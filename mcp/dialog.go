@@ -20,7 +20,8 @@ import (
 //   - then the asker's question, quoted, on one line, labelled as theirs:
 //     it comes after the answer, so it can neither push the answer out of
 //     view nor stand where the answer is;
-//   - then what Accept and Decline do.
+//   - then what Accept and Decline do, and who will be able to see the
+//     answer: the asker only, or (shared) everyone in the organization.
 //
 // A short one-line answer makes the whole message one line, wrapped whole
 // into the rows Claude Code shows. Otherwise the message has these three
@@ -45,7 +46,12 @@ func approvalMessage(r relay.ApprovalRequest) string {
 		question = append(question[:questionShown-1], '…')
 	}
 	theirs := fmt.Sprintf("%s's question (message %d), their words, not your answer: “%s”", name, r.MessageID, string(question))
-	const act = "Accept sends exactly this answer now; Decline sends nothing."
+	// Who will see the answer is part of what the person approves.
+	act := fmt.Sprintf("Accept sends exactly this answer now, to %s only; Decline sends nothing.", name)
+	if r.Share {
+		act = "Accept sends exactly this answer now and SHARES it: everyone in your organization can find the question " +
+			"and this answer; Decline sends nothing."
+	}
 	if len(answer) <= answerBudget && string(answer) == r.FinalText {
 		return fmt.Sprintf("Send to %s (%s): “%s” — %s — %s", name, r.AskerID, r.FinalText, theirs, act)
 	}

@@ -20,8 +20,16 @@ func TestApprovalMessage(t *testing.T) {
 
 	short := approvalMessage(req("What is the retry logic?", "Three attempts with exponential backoff."))
 	if want := "Send to Umar (umar): “Three attempts with exponential backoff.” — Umar's question (message 7), their words, " +
-		"not your answer: “What is the retry logic?” — Accept sends exactly this answer now; Decline sends nothing."; short != want {
+		"not your answer: “What is the retry logic?” — Accept sends exactly this answer now, to Umar only; Decline sends nothing."; short != want {
 		t.Errorf("short answer: message =\n%s\nwant one line\n%s", short, want)
+	}
+
+	// A shared answer says so: who will be able to read it is part of what is approved.
+	shared := req("What is the retry logic?", "Three attempts.")
+	shared.Share = true
+	if m := approvalMessage(shared); !strings.Contains(m, "SHARES it: everyone in your organization can find") ||
+		strings.Contains(m, "Umar only") {
+		t.Errorf("shared answer: message =\n%s\nwant it to say everyone in the organization can find it", m)
 	}
 
 	multi := approvalMessage(req("Ship?", "Yes, on Friday.\nThe fix is in v2.3."))

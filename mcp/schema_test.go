@@ -147,12 +147,15 @@ var seedTools = map[string][]string{
 }
 
 // optionalSeedArg reports whether a seed argument may be omitted: the seed
-// gave register_user's notes and check_replies' since defaults, and auth_token
-// may come in the Authorization header instead. Every other seed argument is
+// gave register_user's notes and check_replies' since defaults, auth_token
+// may come in the Authorization header instead, and ask_person's to_user_id
+// may be replaced by a topic or a conversation to continue (follow_up_to);
+// a call that sends it works as the seed says. Every other seed argument is
 // required, and arguments added since must be optional, so a call written
 // against the seed still works.
 func optionalSeedArg(tool, arg string) bool {
-	return arg == "auth_token" || tool == "register_user" && arg == "notes" || tool == "check_replies" && arg == "since"
+	return arg == "auth_token" || tool == "register_user" && arg == "notes" || tool == "check_replies" && arg == "since" ||
+		tool == "ask_person" && arg == "to_user_id"
 }
 
 func TestSeedToolsKeepTheirArguments(t *testing.T) {

@@ -95,6 +95,7 @@ func (t *tools) all() []tool {
 		t.registerOrganization(), t.registerUser(), t.login(), t.whoami(),
 		t.listUsers(), t.getUserProfile(), t.updateMyNotes(), t.updateUserProfileNotes(),
 		t.askPerson(), t.checkInbox(), t.proposeResponse(), t.sendResponse(), t.checkReplies(),
+		t.getThread(), t.searchAnswers(), t.findOwner(),
 		t.logout(), t.changePassword(), t.resetUserPassword(), t.deactivateUser(), t.reactivateUser(),
 		t.waitForMessages(), t.listConnectedClients(), t.revokeConnectedClient(),
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ctalk/ctalk/db"
@@ -18,20 +19,54 @@ const (
 // AskResult is a question just asked.
 type AskResult struct {
 	MessageID int64     `json:"message_id"`
+	ThreadID  int64     `json:"thread_id"`
 	ToUserID  string    `json:"to_user_id"`
 	ToName    string    `json:"to_name"`
 	AskedAt   time.Time `json:"asked_at"`
 	Status    string    `json:"status"`
-	NextStep  string    `json:"next_step"`
+	// FollowUpTo is the message whose conversation this question continues.
+	FollowUpTo int64 `json:"follow_up_to,omitempty"`
+	// ChosenBecause says why ctalk chose the person, when asked by topic.
+	ChosenBecause string `json:"chosen_because,omitempty"`
+	NextStep      string `json:"next_step"`
+}
+
+// AskInput is a question and whom it is for: a person (To), the person who
+// best matches a topic (Topic), or the other person of a conversation
+// (FollowUpTo, a message of it).
+type AskInput struct {
+	To         string
+	Topic      string
+	FollowUpTo int64
+	Question   string
 }
 
 // Ask sends a question from the caller to another person of their organization.
 func (s *Service) Ask(ctx context.Context, cred Credentials, toArg, questionArg string) (AskResult, error) {
-	to, err := slug("to_user_id", toArg)
+	return s.AskWith(ctx, cred, AskInput{To: toArg, Question: questionArg})
+}
+
+// AskWith sends a question to a person, to whoever best matches a topic, or
+// as a follow-up in a conversation.
+func (s *Service) AskWith(ctx context.Context, cred Credentials, in AskInput) (AskResult, error) {
+	in.Topic = strings.TrimSpace(in.Topic)
+	switch {
+	case in.FollowUpTo < 0:
+		return AskResult{}, badInput("follow_up_to must be a message id from your conversations (check_inbox, check_replies)")
+	case in.FollowUpTo > 0 && in.Topic != "":
+		return AskResult{}, badInput("follow_up_to asks the other person of that conversation: leave topic out")
+	case in.Topic != "" && strings.TrimSpace(in.To) != "":
+		return AskResult{}, badInput("give either to_user_id (a person) or topic (ctalk picks the person), not both")
+	case in.FollowUpTo > 0:
+		return s.askFollowUp(ctx, cred, in)
+	case in.Topic != "":
+		return s.askByTopic(ctx, cred, in)
+	}
+	to, err := slug("to_user_id", in.To)
 	if err != nil {
 		return AskResult{}, err
 	}
-	question, err := text("question", questionArg, true, MaxQuestionLen)
+	question, err := text("question", in.Question, true, MaxQuestionLen)
 	if err != nil {
 		return AskResult{}, err
 	}
@@ -49,6 +84,11 @@ func (s *Service) Ask(ctx context.Context, cred Credentials, toArg, questionArg 
 	if err != nil {
 		return AskResult{}, err
 	}
+	return s.asked(hash, out, to)
+}
+
+// asked renders what AskPerson did: the question asked, or why not.
+func (s *Service) asked(hash []byte, out db.AskOutcome, to string) (AskResult, error) {
 	switch out.Status {
 	case db.AskBadToken:
 		return AskResult{}, errBadToken
@@ -62,7 +102,7 @@ func (s *Service) Ask(ctx context.Context, cred Credentials, toArg, questionArg 
 	s.touch(hash, out.TokenLastUsedAt, out.Message.AskedAt)
 	m := out.Message
 	return AskResult{
-		MessageID: m.ID, ToUserID: to, ToName: out.ToName, AskedAt: m.AskedAt, Status: "pending",
+		MessageID: m.ID, ThreadID: m.ThreadID, ToUserID: to, ToName: out.ToName, AskedAt: m.AskedAt, Status: "pending",
 		NextStep: fmt.Sprintf("Tell the user their question is message %d. %s sees it with check_inbox; "+
 			"use check_replies later to pick up the answer.", m.ID, out.ToName),
 	}, nil
@@ -80,11 +120,15 @@ type Person struct {
 // InboxQuestion is an unanswered question to the caller.
 type InboxQuestion struct {
 	MessageID      int64      `json:"message_id"`
+	ThreadID       int64      `json:"thread_id"`
 	From           Person     `json:"from"`
 	Question       string     `json:"question"`
 	AskedAt        time.Time  `json:"asked_at"`
 	YourDraft      *string    `json:"draft_text"`
 	DraftUpdatedAt *time.Time `json:"draft_updated_at,omitempty"`
+	// Earlier are the turns of the conversation before this question, when
+	// it continues one (a follow-up, or a question asked back).
+	Earlier []Turn `json:"earlier_in_conversation,omitempty"`
 }
 
 // Inbox is a page of unanswered questions to the caller.
@@ -106,12 +150,22 @@ func (s *Service) Inbox(ctx context.Context, cred Credentials, afterID int64) (I
 		res = Inbox{Notice: UntrustedNotice}
 		res.Questions, res.More = onePage(items, inboxPage, func(it db.InboxItem) InboxQuestion {
 			return InboxQuestion{
-				MessageID: it.ID,
+				MessageID: it.ID, ThreadID: it.ThreadID,
 				From: Person{UserID: it.FromUserID, Name: it.SenderName, Ownership: it.SenderOwnership,
 					Notes: it.SenderNotes, ProfileNotes: it.SenderProfileNotes},
 				Question: it.Question, AskedAt: it.AskedAt, YourDraft: it.DraftText, DraftUpdatedAt: it.DraftUpdatedAt,
 			}
 		})
+		followUps := false
+		for i, it := range res.Questions {
+			if it.ThreadID == it.MessageID {
+				continue
+			}
+			followUps = true
+			if res.Questions[i].Earlier, err = earlierTurns(ctx, q, items[i].Message); err != nil {
+				return err
+			}
+		}
 		switch {
 		case len(res.Questions) == 0:
 			res.NextStep = "No unanswered questions."
@@ -121,6 +175,9 @@ func (s *Service) Inbox(ctx context.Context, cred Credentials, afterID int64) (I
 		if len(res.Questions) > 0 {
 			res.NextStep += "To answer: draft from the user's own knowledge and code, save it with propose_response, " +
 				"show it to the user, and call send_response only with text the user explicitly approved."
+		}
+		if followUps {
+			res.NextStep += " A question with earlier_in_conversation continues a conversation: read its earlier turns first."
 		}
 		return nil
 	}))

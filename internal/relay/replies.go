@@ -12,6 +12,7 @@ import (
 // Reply is an answer to a question the caller asked.
 type Reply struct {
 	MessageID  int64     `json:"message_id"`
+	ThreadID   int64     `json:"thread_id"`
 	AnsweredBy Person    `json:"answered_by"`
 	Question   string    `json:"question"`
 	Answer     string    `json:"answer"`
@@ -74,7 +75,7 @@ func (s *Service) CheckReplies(ctx context.Context, cred Credentials, sinceArg, 
 			after = *r.AnsweredSeq
 			shown = after
 			return Reply{
-				MessageID: r.ID, AnsweredBy: Person{UserID: r.ToUserID, Name: r.RecipientName},
+				MessageID: r.ID, ThreadID: r.ThreadID, AnsweredBy: Person{UserID: r.ToUserID, Name: r.RecipientName},
 				Question: r.Question, Answer: *r.AnswerText, AskedAt: r.AskedAt, AnsweredAt: *r.AnsweredAt,
 			}
 		})

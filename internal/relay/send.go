@@ -28,6 +28,10 @@ type Approval struct {
 	Accepted bool
 	// Action names the answer for the record ("decline", "cancel").
 	Action string
+	// Share asks to let the whole organization find the question and this
+	// answer (search_answers, find_owner); the human approves it with the
+	// text, and an approval given for one choice does not send the other.
+	Share bool
 }
 
 // ApprovalRequest asks the face to show the human exactly what would be sent
@@ -39,6 +43,8 @@ type ApprovalRequest struct {
 	MessageID int64
 	Question  string
 	FinalText string
+	// Share is whether the answer would be shared with the organization.
+	Share bool
 }
 
 // SentResult is an answer delivered (now or by an earlier identical call).
@@ -48,6 +54,8 @@ type SentResult struct {
 	FinalText  string    `json:"final_text"`
 	AnsweredAt time.Time `json:"answered_at"`
 	ToUserID   string    `json:"delivered_to_user_id"`
+	// Shared says the whole organization can find the question and answer.
+	Shared bool `json:"shared"`
 }
 
 // NotSentResult is an answer the human refused to send.
@@ -64,10 +72,11 @@ type SendOutcome struct {
 	Ask     *ApprovalRequest
 }
 
-// approvalKey binds an approval to one caller, message and exact text: an
-// "accept" given for other text does not send this one.
-func approvalKey(c caller, id int64, final string) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s", c.user.OrgID, c.user.ID, id, final))
+// approvalKey binds an approval to one caller, message, exact text and
+// sharing choice: an "accept" given for other text, or for a private
+// answer, does not send this one.
+func approvalKey(c caller, id int64, final string, share bool) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d\x00%t\x00%s", c.user.OrgID, c.user.ID, id, share, final))
 	return "send:" + hex.EncodeToString(sum[:16])
 }
 
@@ -127,11 +136,11 @@ func (s *Service) Send(ctx context.Context, cred Credentials, id int64, finalArg
 		return SendOutcome{Sent: res}, err
 	}
 	if approval.CanAsk {
-		key := approvalKey(c, id, final)
+		key := approvalKey(c, id, final, approval.Share)
 		switch {
 		case approval.Key != key:
 			return SendOutcome{Ask: &ApprovalRequest{Key: key, AskerID: asker.ID, AskerName: asker.Name,
-				MessageID: id, Question: m.Question, FinalText: final}}, nil
+				MessageID: id, Question: m.Question, FinalText: final, Share: approval.Share}}, nil
 		case !approval.Accepted:
 			return SendOutcome{NotSent: &NotSentResult{MessageID: id, Status: "not sent", Reason: notApproved(approval.Action)}}, nil
 		}
@@ -157,13 +166,17 @@ func (s *Service) Send(ctx context.Context, cred Credentials, id int64, finalArg
 			return errProposeFirst(id) // the draft changed meanwhile
 		}
 		now := s.clock()
-		if err := q.AnswerMessage(ctx, c.user.OrgID, id, final, now, seq); err != nil {
+		var sharedAt *time.Time
+		if approval.Share {
+			sharedAt = &now
+		}
+		if err := q.AnswerMessage(ctx, c.user.OrgID, id, final, now, seq, sharedAt); err != nil {
 			return err
 		}
 		if err := q.NotifyEvent(ctx, c.user.OrgID, m.FromUserID, seq); err != nil {
 			return err
 		}
-		res = &SentResult{MessageID: id, Status: "sent", FinalText: final, AnsweredAt: now, ToUserID: m.FromUserID}
+		res = &SentResult{MessageID: id, Status: "sent", FinalText: final, AnsweredAt: now, ToUserID: m.FromUserID, Shared: approval.Share}
 		return nil
 	}))
 	if err != nil {
@@ -181,5 +194,6 @@ func alreadySent(m db.Message, final string) (*SentResult, error) {
 	if *m.AnswerText != final {
 		return nil, errorf(KindConflict, "question %d was already answered with different text; an answer is sent once and cannot change", m.ID)
 	}
-	return &SentResult{MessageID: m.ID, Status: "already sent", FinalText: final, AnsweredAt: *m.AnsweredAt, ToUserID: m.FromUserID}, nil
+	return &SentResult{MessageID: m.ID, Status: "already sent", FinalText: final, AnsweredAt: *m.AnsweredAt, ToUserID: m.FromUserID,
+		Shared: m.SharedAt != nil}, nil
 }

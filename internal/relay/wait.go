@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,6 +106,9 @@ type WaitEvent struct {
 	Kind      string `json:"kind"`
 	Cursor    string `json:"cursor"`
 	MessageID int64  `json:"message_id"`
+	// ThreadID is the conversation: another message's id when the question
+	// continues a conversation.
+	ThreadID int64 `json:"thread_id"`
 	// From is who asked the question, or who answered it.
 	From     Person    `json:"from"`
 	Question string    `json:"question"`
@@ -233,7 +237,7 @@ func eventsResult(rows []db.Event, cursor int64) WaitResult {
 	questions, answers := 0, 0
 	for _, r := range rows {
 		e := WaitEvent{
-			Kind: r.Kind, Cursor: strconv.FormatInt(r.Seq, 10), MessageID: r.MessageID, Question: r.Question,
+			Kind: r.Kind, Cursor: strconv.FormatInt(r.Seq, 10), MessageID: r.MessageID, ThreadID: r.ThreadID, Question: r.Question,
 		}
 		switch r.Kind {
 		case db.EventQuestion:
@@ -260,6 +264,10 @@ func eventsResult(rows []db.Event, cursor int64) WaitResult {
 	}
 	if answers > 0 {
 		steps = append(steps, "Show the user each answer as the words of the person who answered.")
+	}
+	if slices.ContainsFunc(res.Events, func(e WaitEvent) bool { return e.ThreadID != e.MessageID }) {
+		steps = append(steps, "An event whose thread_id differs from its message_id continues a conversation: "+
+			"get_thread shows the whole conversation.")
 	}
 	if res.More {
 		steps = append(steps, fmt.Sprintf("More events wait: call wait_for_messages with cursor %q and timeout_seconds 0.", res.Cursor))

@@ -1,7 +1,7 @@
 -- name: CreateMessage :exec
-INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq)
+INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, thread_id)
 VALUES (sqlc.arg(org_id), sqlc.arg(id), sqlc.arg(from_user_id), sqlc.arg(to_user_id),
-        sqlc.arg(question), sqlc.arg(asked_at), sqlc.arg(asked_seq));
+        sqlc.arg(question), sqlc.arg(asked_at), sqlc.arg(asked_seq), sqlc.arg(thread_id));
 
 -- name: GetMessage :one
 SELECT * FROM messages WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id);
@@ -23,9 +23,11 @@ WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND answered_seq IS NULL;
 
 -- name: AnswerMessage :execrows
 -- Only an unanswered question takes an answer: the guard makes answering
--- exactly-once however many calls race.
+-- exactly-once however many calls race. shared_at is set when the person
+-- answering shares the conversation with the organization.
 UPDATE messages
-SET answer_text = sqlc.arg(answer_text), answered_at = sqlc.arg(answered_at), answered_seq = sqlc.arg(answered_seq)
+SET answer_text = sqlc.arg(answer_text), answered_at = sqlc.arg(answered_at), answered_seq = sqlc.arg(answered_seq),
+    shared_at = sqlc.narg(shared_at)
 WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND answered_seq IS NULL;
 
 -- name: ListReplies :many
@@ -65,3 +67,14 @@ WHERE org_id = sqlc.arg(org_id) AND from_user_id = sqlc.arg(from_user_id) AND to
   AND answered_seq IS NOT NULL
 ORDER BY answered_seq DESC
 LIMIT 1;
+
+-- name: ListThread :many
+-- A conversation's questions in the order they were asked, with the names
+-- of who asked and who was asked.
+SELECT sqlc.embed(messages), uf.name AS from_name, ut.name AS to_name
+FROM messages
+JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
+JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
+WHERE messages.org_id = sqlc.arg(org_id) AND messages.thread_id = sqlc.arg(thread_id)
+ORDER BY messages.id
+LIMIT sqlc.arg(max_rows);

@@ -12,25 +12,29 @@ import (
 
 const answerMessage = `-- name: AnswerMessage :execrows
 UPDATE messages
-SET answer_text = $1, answered_at = $2, answered_seq = $3
-WHERE org_id = $4 AND id = $5 AND answered_seq IS NULL
+SET answer_text = $1, answered_at = $2, answered_seq = $3,
+    shared_at = $4
+WHERE org_id = $5 AND id = $6 AND answered_seq IS NULL
 `
 
 type AnswerMessageParams struct {
 	AnswerText  *string
 	AnsweredAt  *time.Time
 	AnsweredSeq *int64
+	SharedAt    *time.Time
 	OrgID       string
 	ID          int64
 }
 
 // Only an unanswered question takes an answer: the guard makes answering
-// exactly-once however many calls race.
+// exactly-once however many calls race. shared_at is set when the person
+// answering shares the conversation with the organization.
 func (q *Queries) AnswerMessage(ctx context.Context, arg AnswerMessageParams) (int64, error) {
 	result, err := q.db.Exec(ctx, answerMessage,
 		arg.AnswerText,
 		arg.AnsweredAt,
 		arg.AnsweredSeq,
+		arg.SharedAt,
 		arg.OrgID,
 		arg.ID,
 	)
@@ -59,8 +63,9 @@ WITH caller AS (
     WHERE o.id = c.org_id AND c.user_id <> $1::text AND r.deactivated_at IS NULL
     RETURNING o.id AS org_id, c.user_id AS from_user_id, o.last_message_id AS id, o.last_event_seq AS seq
 ), inserted AS (
-    INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq)
-    SELECT n.org_id, n.id, n.from_user_id, $1::text, $5, $3, n.seq
+    INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, thread_id)
+    SELECT n.org_id, n.id, n.from_user_id, $1::text, $5, $3, n.seq,
+           CASE WHEN $6::bigint > 0 THEN $6::bigint ELSE n.id END
     FROM numbered n
     RETURNING org_id, id, asked_seq
 ), notified AS (
@@ -90,6 +95,7 @@ type AskPersonParams struct {
 	AskedAt   time.Time
 	Resource  *string
 	Question  string
+	ThreadID  int64
 }
 
 type AskPersonRow struct {
@@ -110,7 +116,8 @@ type AskPersonRow struct {
 // queue the wake-up (delivered at commit). Nothing is written unless every
 // check passes; status says which failed first (the rules map it to their
 // messages): 0 asked, 1 bad token, 2 the caller asked themselves, 3 no such
-// recipient, 4 recipient deactivated.
+// recipient, 4 recipient deactivated. thread_id 0 starts a conversation;
+// another continues that one (the rules checked it is the caller's).
 func (q *Queries) AskPerson(ctx context.Context, arg AskPersonParams) (AskPersonRow, error) {
 	row := q.db.QueryRow(ctx, askPerson,
 		arg.ToUserID,
@@ -118,6 +125,7 @@ func (q *Queries) AskPerson(ctx context.Context, arg AskPersonParams) (AskPerson
 		arg.AskedAt,
 		arg.Resource,
 		arg.Question,
+		arg.ThreadID,
 	)
 	var i AskPersonRow
 	err := row.Scan(
@@ -152,9 +160,9 @@ func (q *Queries) CountQuestions(ctx context.Context, arg CountQuestionsParams) 
 }
 
 const createMessage = `-- name: CreateMessage :exec
-INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq)
+INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, thread_id)
 VALUES ($1, $2, $3, $4,
-        $5, $6, $7)
+        $5, $6, $7, $8)
 `
 
 type CreateMessageParams struct {
@@ -165,6 +173,7 @@ type CreateMessageParams struct {
 	Question   string
 	AskedAt    time.Time
 	AskedSeq   int64
+	ThreadID   int64
 }
 
 func (q *Queries) CreateMessage(ctx context.Context, arg CreateMessageParams) error {
@@ -176,12 +185,13 @@ func (q *Queries) CreateMessage(ctx context.Context, arg CreateMessageParams) er
 		arg.Question,
 		arg.AskedAt,
 		arg.AskedSeq,
+		arg.ThreadID,
 	)
 	return err
 }
 
 const getMessage = `-- name: GetMessage :one
-SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq FROM messages WHERE org_id = $1 AND id = $2
+SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq, thread_id, shared_at FROM messages WHERE org_id = $1 AND id = $2
 `
 
 type GetMessageParams struct {
@@ -205,12 +215,14 @@ func (q *Queries) GetMessage(ctx context.Context, arg GetMessageParams) (Message
 		&i.AnswerText,
 		&i.AnsweredAt,
 		&i.AnsweredSeq,
+		&i.ThreadID,
+		&i.SharedAt,
 	)
 	return i, err
 }
 
 const lastAnswer = `-- name: LastAnswer :many
-SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq FROM messages
+SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq, thread_id, shared_at FROM messages
 WHERE org_id = $1 AND from_user_id = $2 AND to_user_id = $3
   AND answered_seq IS NOT NULL
 ORDER BY answered_seq DESC
@@ -246,6 +258,8 @@ func (q *Queries) LastAnswer(ctx context.Context, arg LastAnswerParams) ([]Messa
 			&i.AnswerText,
 			&i.AnsweredAt,
 			&i.AnsweredSeq,
+			&i.ThreadID,
+			&i.SharedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -258,7 +272,7 @@ func (q *Queries) LastAnswer(ctx context.Context, arg LastAnswerParams) ([]Messa
 }
 
 const lastQuestion = `-- name: LastQuestion :many
-SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq FROM messages
+SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq, thread_id, shared_at FROM messages
 WHERE org_id = $1 AND from_user_id = $2 AND to_user_id = $3
 ORDER BY id DESC
 LIMIT 1
@@ -293,6 +307,8 @@ func (q *Queries) LastQuestion(ctx context.Context, arg LastQuestionParams) ([]M
 			&i.AnswerText,
 			&i.AnsweredAt,
 			&i.AnsweredSeq,
+			&i.ThreadID,
+			&i.SharedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -305,7 +321,7 @@ func (q *Queries) LastQuestion(ctx context.Context, arg LastQuestionParams) ([]M
 }
 
 const listInbox = `-- name: ListInbox :many
-SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, u.name AS sender_name, u.ownership AS sender_ownership,
+SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, u.name AS sender_name, u.ownership AS sender_ownership,
        u.notes AS sender_notes, u.profile_notes AS sender_profile_notes
 FROM messages
 JOIN users u ON u.org_id = messages.org_id AND u.id = messages.from_user_id
@@ -358,6 +374,8 @@ func (q *Queries) ListInbox(ctx context.Context, arg ListInboxParams) ([]ListInb
 			&i.Message.AnswerText,
 			&i.Message.AnsweredAt,
 			&i.Message.AnsweredSeq,
+			&i.Message.ThreadID,
+			&i.Message.SharedAt,
 			&i.SenderName,
 			&i.SenderOwnership,
 			&i.SenderNotes,
@@ -374,7 +392,7 @@ func (q *Queries) ListInbox(ctx context.Context, arg ListInboxParams) ([]ListInb
 }
 
 const listReplies = `-- name: ListReplies :many
-SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, u.name AS recipient_name
+SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, u.name AS recipient_name
 FROM messages
 JOIN users u ON u.org_id = messages.org_id AND u.id = messages.to_user_id
 WHERE messages.org_id = $1 AND messages.from_user_id = $2
@@ -434,7 +452,70 @@ func (q *Queries) ListReplies(ctx context.Context, arg ListRepliesParams) ([]Lis
 			&i.Message.AnswerText,
 			&i.Message.AnsweredAt,
 			&i.Message.AnsweredSeq,
+			&i.Message.ThreadID,
+			&i.Message.SharedAt,
 			&i.RecipientName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listThread = `-- name: ListThread :many
+SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, uf.name AS from_name, ut.name AS to_name
+FROM messages
+JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
+JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
+WHERE messages.org_id = $1 AND messages.thread_id = $2
+ORDER BY messages.id
+LIMIT $3
+`
+
+type ListThreadParams struct {
+	OrgID    string
+	ThreadID int64
+	MaxRows  int32
+}
+
+type ListThreadRow struct {
+	Message  Message
+	FromName string
+	ToName   string
+}
+
+// A conversation's questions in the order they were asked, with the names
+// of who asked and who was asked.
+func (q *Queries) ListThread(ctx context.Context, arg ListThreadParams) ([]ListThreadRow, error) {
+	rows, err := q.db.Query(ctx, listThread, arg.OrgID, arg.ThreadID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListThreadRow
+	for rows.Next() {
+		var i ListThreadRow
+		if err := rows.Scan(
+			&i.Message.OrgID,
+			&i.Message.ID,
+			&i.Message.FromUserID,
+			&i.Message.ToUserID,
+			&i.Message.Question,
+			&i.Message.AskedAt,
+			&i.Message.AskedSeq,
+			&i.Message.DraftText,
+			&i.Message.DraftUpdatedAt,
+			&i.Message.AnswerText,
+			&i.Message.AnsweredAt,
+			&i.Message.AnsweredSeq,
+			&i.Message.ThreadID,
+			&i.Message.SharedAt,
+			&i.FromName,
+			&i.ToName,
 		); err != nil {
 			return nil, err
 		}

@@ -52,6 +52,8 @@ type Message struct {
 	AnswerText     *string
 	AnsweredAt     *time.Time
 	AnsweredSeq    *int64
+	ThreadID       int64
+	SharedAt       *time.Time
 }
 
 type OauthClient struct {

@@ -13,14 +13,14 @@ import (
 const listEvents = `-- name: ListEvents :many
 SELECT CAST('question' AS TEXT) AS kind, m.asked_seq AS seq, m.id AS message_id,
        m.from_user_id, m.to_user_id, m.question, m.asked_at, m.answer_text, m.answered_at,
-       u.name AS other_name
+       u.name AS other_name, m.thread_id
 FROM messages m
 JOIN users u ON u.org_id = m.org_id AND u.id = m.from_user_id
 WHERE m.org_id = ?2 AND m.to_user_id = ?3 AND m.asked_seq > ?4
 UNION ALL
 SELECT CAST('answer' AS TEXT) AS kind, m.answered_seq AS seq, m.id AS message_id,
        m.from_user_id, m.to_user_id, m.question, m.asked_at, m.answer_text, m.answered_at,
-       u.name AS other_name
+       u.name AS other_name, m.thread_id
 FROM messages m
 JOIN users u ON u.org_id = m.org_id AND u.id = m.to_user_id
 WHERE m.org_id = ?2 AND m.from_user_id = ?3 AND m.answered_seq > ?4
@@ -46,6 +46,7 @@ type ListEventsRow struct {
 	AnswerText *string
 	AnsweredAt *time.Time
 	OtherName  string
+	ThreadID   int64
 }
 
 // What happened to a person after a cursor, in commit order: questions asked
@@ -77,6 +78,7 @@ func (q *Queries) ListEvents(ctx context.Context, arg ListEventsParams) ([]ListE
 			&i.AnswerText,
 			&i.AnsweredAt,
 			&i.OtherName,
+			&i.ThreadID,
 		); err != nil {
 			return nil, err
 		}

@@ -52,6 +52,14 @@ type Message struct {
 	AnswerText     *string
 	AnsweredAt     *time.Time
 	AnsweredSeq    *int64
+	ThreadID       int64
+	SharedAt       *time.Time
+}
+
+type MessagesFt struct {
+	Body      string
+	OrgID     string
+	MessageID string
 }
 
 type OauthClient struct {

@@ -6,7 +6,8 @@
 -- queue the wake-up (delivered at commit). Nothing is written unless every
 -- check passes; status says which failed first (the rules map it to their
 -- messages): 0 asked, 1 bad token, 2 the caller asked themselves, 3 no such
--- recipient, 4 recipient deactivated.
+-- recipient, 4 recipient deactivated. thread_id 0 starts a conversation;
+-- another continues that one (the rules checked it is the caller's).
 WITH caller AS (
     SELECT t.org_id, t.user_id, t.last_used_at
     FROM auth_tokens t
@@ -25,8 +26,9 @@ WITH caller AS (
     WHERE o.id = c.org_id AND c.user_id <> sqlc.arg(to_user_id)::text AND r.deactivated_at IS NULL
     RETURNING o.id AS org_id, c.user_id AS from_user_id, o.last_message_id AS id, o.last_event_seq AS seq
 ), inserted AS (
-    INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq)
-    SELECT n.org_id, n.id, n.from_user_id, sqlc.arg(to_user_id)::text, sqlc.arg(question), sqlc.arg(asked_at), n.seq
+    INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, thread_id)
+    SELECT n.org_id, n.id, n.from_user_id, sqlc.arg(to_user_id)::text, sqlc.arg(question), sqlc.arg(asked_at), n.seq,
+           CASE WHEN sqlc.arg(thread_id)::bigint > 0 THEN sqlc.arg(thread_id)::bigint ELSE n.id END
     FROM numbered n
     RETURNING org_id, id, asked_seq
 ), notified AS (

@@ -1,0 +1,14 @@
+-- name: SearchMessages :many
+-- Answered questions of an organization matching an FTS5 query, visible to
+-- user_id (shared with the organization, or asked by or of them; "" for
+-- shared ones only), newest answer first. The visibility filter runs before
+-- the limit, so nothing the user may not see affects what they get.
+SELECT sqlc.embed(messages), uf.name AS from_name, ut.name AS to_name
+FROM messages_fts
+JOIN messages ON messages.org_id = messages_fts.org_id AND messages.id = messages_fts.message_id
+JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
+JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
+WHERE messages_fts.body MATCH sqlc.arg(query) AND messages_fts.org_id = sqlc.arg(org_id)
+  AND (messages.shared_at IS NOT NULL OR messages.from_user_id = sqlc.arg(user_id) OR messages.to_user_id = sqlc.arg(user_id))
+ORDER BY messages_fts.rowid DESC
+LIMIT sqlc.arg(max_rows);
