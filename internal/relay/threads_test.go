@@ -423,3 +423,31 @@ func TestInboxAnsweredBefore(t *testing.T) {
 		}
 	})
 }
+
+// TestSearchOddInput: whatever a person types, a search either runs or says
+// what to do: no query syntax of either backend gets through, and no
+// script, digit form or mark makes a backend fail.
+func TestSearchOddInput(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
+		ctx := t.Context()
+		f, umar, _, _, _ := searchTeam(t, s)
+		for _, query := range []string{
+			`"retry" OR NOT logic`, `retry & !logic | (x`, `retry:* <-> logic`, `NEAR(retry logic)`, `{body}: retry`,
+			"日本語 テスト", "café crème", "１２３ retry", "ǅemal", "x-y_z.w/v", "e\u0301", "retry\x00logic", "🙂 retry",
+			strings.Repeat("retry ", 200), "a b c d e f g h i j k l m n o p q r s t u v w x y z",
+		} {
+			_, err := f.s.SearchAnswers(ctx, umar, query)
+			if err == nil {
+				continue
+			}
+			var re *Error
+			if !errors.As(err, &re) || re.Kind != KindBadInput {
+				t.Errorf("SearchAnswers(%q) = %v; want results or a bad-input message", query, err)
+			}
+		}
+		if _, err := f.s.FindOwner(ctx, umar, `"payments" OR 1=1; --`); err != nil {
+			t.Errorf("FindOwner with query syntax = %v; want it read as words", err)
+		}
+	})
+}
