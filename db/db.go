@@ -249,6 +249,9 @@ type Store interface {
 	// transaction of its own: bookkeeping that runs beside the calls, never
 	// inside one.
 	TouchTokens(ctx context.Context, uses []TokenUse) error
+	// Backup writes a consistent copy of the database to a new file while
+	// it serves (SQLite); on PostgreSQL it is ErrUnsupported, saying to use pg_dump.
+	Backup(ctx context.Context, path string) error
 	// Connections reports the store's pooled database connections: how many
 	// are open and how many are in use. (PostgreSQL's LISTEN connection,
 	// once open, is one more, outside the pool.)
