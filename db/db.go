@@ -182,6 +182,7 @@ type Queries interface {
 	WebQueries
 	TokenListQueries
 	AdminQueries
+	DataQueries
 
 	CreateMessage(ctx context.Context, m Message) error
 	// AskPerson stores a question from a token's owner to another user of

@@ -79,6 +79,20 @@ func (m *Migrator) Down(ctx context.Context) (*goose.MigrationResult, error) {
 	return res, nil
 }
 
+// DownTo rolls back every applied migration newer than version, newest
+// first, and returns the versions rolled back in that order.
+func (m *Migrator) DownTo(ctx context.Context, version int64) ([]int64, error) {
+	res, err := m.provider.DownTo(ctx, version)
+	var done []int64
+	for _, r := range res {
+		done = append(done, r.Source.Version)
+	}
+	if err != nil {
+		return done, fmt.Errorf("roll back migrations: %w", err)
+	}
+	return done, nil
+}
+
 // Status lists every migration and whether it is applied.
 func (m *Migrator) Status(ctx context.Context) ([]*goose.MigrationStatus, error) {
 	return m.provider.Status(ctx)

@@ -166,7 +166,7 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 	case "grantid":
 		return "o0001/u7"
 	case "since", "before", "revokedat", "deactivatedat", "answeredat", "draftupdatedat", "createdat", "expiresat",
-		"askedat", "lockeduntil", "updatedat", "unlocked", "usedat", "lastusedat", "now", "at", "adminsince", "stalebefore", "sharedat":
+		"askedat", "lockeduntil", "updatedat", "unlocked", "usedat", "lastusedat", "now", "at", "adminsince", "stalebefore", "sharedat", "cutoff":
 		return now
 	case "draft", "drafttext", "answertext", "notes", "profilenotes", "passwordhash", "question", "name", "ownership",
 		"adminpasswordhash", "accountkey", "addrkey", "key", "resource", "scope", "clientid", "clientname",

@@ -29,6 +29,7 @@ const (
 	AuditAdminLocked    = "admin_password.locked"
 	AuditPasswordChange = "user.password_change"
 	AuditTokenRevoke    = "token.revoke"
+	AuditExport         = "org.export"
 )
 
 // auditPage is how many entries one page of the audit log shows.

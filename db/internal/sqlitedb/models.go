@@ -57,9 +57,13 @@ type Message struct {
 }
 
 type MessagesFt struct {
-	Body      string
+	Body string
+}
+
+type MessagesSearch struct {
+	ID        int64
 	OrgID     string
-	MessageID string
+	MessageID int64
 }
 
 type OauthClient struct {

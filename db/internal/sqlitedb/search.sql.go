@@ -12,10 +12,11 @@ import (
 const searchMessages = `-- name: SearchMessages :many
 SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, uf.name AS from_name, ut.name AS to_name
 FROM messages_fts
-JOIN messages ON messages.org_id = messages_fts.org_id AND messages.id = messages_fts.message_id
+JOIN messages_search s ON s.id = messages_fts.rowid
+JOIN messages ON messages.org_id = s.org_id AND messages.id = s.message_id
 JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
 JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
-WHERE messages_fts.body MATCH ?1 AND messages_fts.org_id = ?2
+WHERE messages_fts.body MATCH ?1 AND s.org_id = ?2
   AND (messages.shared_at IS NOT NULL OR messages.from_user_id = ?3 OR messages.to_user_id = ?3)
 ORDER BY messages_fts.rowid DESC
 LIMIT ?4

@@ -14,25 +14,37 @@ ALTER TABLE messages ADD COLUMN shared_at TIMESTAMP;
 CREATE INDEX messages_thread ON messages (org_id, thread_id, id);
 
 -- Full-text search over answered questions: FTS5 with the Porter stemmer
--- ("retries" finds "retry"). Rows are added by the trigger below when a
--- question is answered, in the same transaction (body: the question and
--- its answer, as PostgreSQL's index expression); FTS5's own rowids follow
--- answer order, which SearchMessages pages by.
-CREATE VIRTUAL TABLE messages_fts USING fts5 (
-    body, org_id UNINDEXED, message_id UNINDEXED,
-    tokenize = 'porter unicode61'
+-- ("retries" finds "retry"). The index holds no copy of the text
+-- (contentless: the rows are read from messages); messages_search gives each
+-- indexed question a stable integer key, the index's rowid, so one is found
+-- and deleted by its key, never by scanning the index. A trigger indexes a
+-- question when it is answered (its body: the question and its answer, as
+-- PostgreSQL's index expression), in the same transaction, and another
+-- removes it with the message. Keys follow answer order, which
+-- SearchMessages pages by.
+CREATE TABLE messages_search (
+    id         INTEGER PRIMARY KEY,
+    org_id     TEXT    NOT NULL,
+    message_id BIGINT  NOT NULL,
+    UNIQUE (org_id, message_id)
 );
-INSERT INTO messages_fts (body, org_id, message_id)
-SELECT question || ' ' || answer_text, org_id, id FROM messages
-WHERE answered_seq IS NOT NULL
-ORDER BY org_id, answered_seq;
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+    body, content = '', contentless_delete = 1, tokenize = 'porter unicode61'
+);
+INSERT INTO messages_search (org_id, message_id)
+SELECT org_id, id FROM messages WHERE answered_seq IS NOT NULL ORDER BY org_id, answered_seq;
+INSERT INTO messages_fts (rowid, body)
+SELECT s.id, m.question || ' ' || m.answer_text
+FROM messages_search s JOIN messages m ON m.org_id = s.org_id AND m.id = s.message_id;
 
 -- +goose StatementBegin
 CREATE TRIGGER messages_fts_answered AFTER UPDATE OF answered_seq ON messages
 WHEN old.answered_seq IS NULL AND new.answered_seq IS NOT NULL
 BEGIN
-    INSERT INTO messages_fts (body, org_id, message_id)
-    VALUES (new.question || ' ' || new.answer_text, new.org_id, new.id);
+    INSERT INTO messages_search (org_id, message_id) VALUES (new.org_id, new.id);
+    INSERT INTO messages_fts (rowid, body)
+    VALUES ((SELECT s.id FROM messages_search s WHERE s.org_id = new.org_id AND s.message_id = new.id),
+            new.question || ' ' || new.answer_text);
 END;
 -- +goose StatementEnd
 
@@ -40,7 +52,9 @@ END;
 CREATE TRIGGER messages_fts_deleted AFTER DELETE ON messages
 WHEN old.answered_seq IS NOT NULL
 BEGIN
-    DELETE FROM messages_fts WHERE org_id = old.org_id AND message_id = old.id;
+    DELETE FROM messages_fts
+    WHERE rowid = (SELECT s.id FROM messages_search s WHERE s.org_id = old.org_id AND s.message_id = old.id);
+    DELETE FROM messages_search WHERE org_id = old.org_id AND message_id = old.id;
 END;
 -- +goose StatementEnd
 
@@ -48,6 +62,7 @@ END;
 DROP TRIGGER messages_fts_deleted;
 DROP TRIGGER messages_fts_answered;
 DROP TABLE messages_fts;
+DROP TABLE messages_search;
 DROP INDEX messages_thread;
 ALTER TABLE messages DROP COLUMN shared_at;
 ALTER TABLE messages DROP COLUMN thread_id;

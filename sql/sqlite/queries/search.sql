@@ -5,10 +5,11 @@
 -- the limit, so nothing the user may not see affects what they get.
 SELECT sqlc.embed(messages), uf.name AS from_name, ut.name AS to_name
 FROM messages_fts
-JOIN messages ON messages.org_id = messages_fts.org_id AND messages.id = messages_fts.message_id
+JOIN messages_search s ON s.id = messages_fts.rowid
+JOIN messages ON messages.org_id = s.org_id AND messages.id = s.message_id
 JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
 JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
-WHERE messages_fts.body MATCH sqlc.arg(query) AND messages_fts.org_id = sqlc.arg(org_id)
+WHERE messages_fts.body MATCH sqlc.arg(query) AND s.org_id = sqlc.arg(org_id)
   AND (messages.shared_at IS NOT NULL OR messages.from_user_id = sqlc.arg(user_id) OR messages.to_user_id = sqlc.arg(user_id))
 ORDER BY messages_fts.rowid DESC
 LIMIT sqlc.arg(max_rows);
