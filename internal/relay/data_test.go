@@ -189,4 +189,3 @@ func TestPruneConversations(t *testing.T) {
 		}
 	})
 }
-
