@@ -138,3 +138,25 @@ func (t *tools) reactivateUser() tool {
 		annotations("Reactivate a user", false, false, true, false),
 	)
 }
+
+type deleteOrganizationArgs struct {
+	OrgID         string `json:"org_id"`
+	AdminPassword string `json:"admin_password"`
+	Confirm       string `json:"confirm_org_id"`
+}
+
+func (t *tools) deleteOrganization() tool {
+	return declare(t, "delete_organization", func(ctx context.Context, a deleteOrganizationArgs) (relay.OrgDeleted, error) {
+		return t.relay.DeleteOrganization(ctx, relay.Admin{OrgID: a.OrgID, Password: a.AdminPassword}, a.Confirm)
+	},
+		mcpgo.WithDescription("Admin only, cannot be undone: delete the organization and everything in it (people, "+
+			"questions and answers, tokens, connected clients, the audit log). Call it only when the user explicitly "+
+			"asked to delete this organization; `ctalk admin delete-org` does it from a terminal without the admin "+
+			"password entering the conversation."),
+		argOrgID("The organization's id."),
+		argAdminPassword,
+		mcpgo.WithString("confirm_org_id", mcpgo.Required(), mcpgo.Description(
+			"The organization's id again, as confirmation."), mcpgo.MaxLength(relay.MaxIDLen)),
+		annotations("Delete organization", false, true, false, false),
+	)
+}

@@ -98,6 +98,7 @@ func (t *tools) all() []tool {
 		t.getThread(), t.searchAnswers(), t.findOwner(),
 		t.logout(), t.changePassword(), t.resetUserPassword(), t.deactivateUser(), t.reactivateUser(),
 		t.waitForMessages(), t.listConnectedClients(), t.revokeConnectedClient(),
+		t.deleteOrganization(),
 	}
 }
 

@@ -39,6 +39,7 @@ var textArgs = map[string][2]string{
 	"ownership": {"ownership", "what the user owns: repositories, services, areas"},
 	"notes":     {"notes", "notes others see about the user"},
 	"profile":   {"profile_notes", "the admin's profile notes about the user"},
+	"confirm":   {"confirm_org_id", "the organization's id again, to confirm"},
 }
 
 var adminSpecs = []adminSpec{
@@ -55,6 +56,8 @@ var adminSpecs = []adminSpec{
 		summary: "let a deactivated user log in again", user: true, existingAdmin: true},
 	{name: "profile-notes", tool: "update_user_profile_notes", args: "--org ID --user ID --notes TEXT",
 		summary: "replace the admin's profile notes about a user", user: true, required: []string{"profile"}, existingAdmin: true},
+	{name: "delete-org", tool: "delete_organization", args: "--org ID --confirm ID",
+		summary: "delete the organization and everything in it (cannot be undone)", required: []string{"confirm"}, existingAdmin: true},
 }
 
 func adminCommands(version string) []*Command {
