@@ -18,6 +18,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/db/dbtest"
 )
 
 // Mirrors of the conversation results, as a client reads them.
@@ -318,4 +321,122 @@ func eventsAre(t *testing.T, cs *sdk.ClientSession, token, who string, want []ev
 	if !slices.IsSorted(cursors) || len(slices.Compact(slices.Clone(cursors))) != len(cursors) {
 		t.Errorf("%s's event cursors = %v, want them rising (commit order)", who, cursors)
 	}
+}
+
+// TestE2ESearchAndRouting: a shared answer is found by a third person with
+// other forms of its words; a private one is found only by its two people;
+// another organization's never, even word for word. find_owner and
+// ask_person by topic route "refund retries in payments" to the owner of
+// payments-service, past the owner of alpha-repo (who wrote about retries),
+// a deactivated owner, and another organization's.
+func TestE2ESearchAndRouting(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
+		cs := newEnv(t, s).connect(t, "")
+		registerOrg(t, cs, "shop", "Shop")
+		for _, u := range []struct{ id, name, owns string }{
+			{"umar", "Umar", "platform tooling"}, {"alex", "Alex", "alpha-repo"}, {"priya", "Priya", "payments-service"},
+			{"pat", "Pat", "payments-service refunds"},
+		} {
+			registerUser(t, cs, "shop", u.id, u.name, u.owns)
+		}
+		umar := login(t, cs, "shop", "umar")
+		alex, priya := login(t, cs, "shop", "alex"), login(t, cs, "shop", "priya")
+		callOK[userOut](t, cs, "update_my_notes", args{"auth_token": alex, "notes": "Ask me about retries and backoff."})
+		callOK[userOut](t, cs, "deactivate_user", args{"org_id": "shop", "admin_password": adminPassword, "user_id": "pat"})
+
+		// Alex shares one answer and keeps one between Umar and himself.
+		const sharedQ, sharedA = "What is the retry logic in alpha-repo?", "Each job may retry three times with exponential backoff."
+		const privateQ, privateA = "What is the retry budget for Project Falcon?", "Retry twice; Falcon is confidential until March."
+		shared := ask(t, cs, umar, "alex", sharedQ)
+		callOK[draftOut](t, cs, "propose_response", args{"auth_token": alex, "message_id": shared, "draft_text": sharedA})
+		if got := callOK[sharedSentOut](t, cs, "send_response", args{"auth_token": alex, "message_id": shared, "final_text": sharedA, "share": true}); !got.Shared {
+			t.Fatalf("send_response(share) = %+v, want shared", got)
+		}
+		private := ask(t, cs, umar, "alex", privateQ)
+		answer(t, cs, alex, private, privateA)
+
+		// Another organization holds the same texts, word for word, all shared.
+		registerOrg(t, cs, "rival", "Rival")
+		registerUser(t, cs, "rival", "umar", "Umar Rival", "platform")
+		registerUser(t, cs, "rival", "alex", "Alex Rival", "payments-service refunds retries")
+		rUmar, rAlex := login(t, cs, "rival", "umar"), login(t, cs, "rival", "alex")
+		for _, qa := range [][2]string{{sharedQ, sharedA}, {privateQ, privateA}} {
+			id := ask(t, cs, rUmar, "alex", qa[0])
+			callOK[draftOut](t, cs, "propose_response", args{"auth_token": rAlex, "message_id": id, "draft_text": qa[1]})
+			callOK[sharedSentOut](t, cs, "send_response", args{"auth_token": rAlex, "message_id": id, "final_text": qa[1], "share": true})
+		}
+
+		search := func(token, query string) (ids []int64, text string) {
+			t.Helper()
+			res := call(t, cs, "search_answers", args{"auth_token": token, "query": query})
+			var out searchOut
+			if err := decode(res.StructuredContent, &out); res.IsError || err != nil {
+				t.Fatalf("search_answers(%q) = %q, want results", query, resultText(res))
+			}
+			for _, f := range out.Results {
+				ids = append(ids, f.MessageID)
+			}
+			return ids, resultText(res)
+		}
+		a, x := whoOut{"alex", "Alex"}, whoOut{"umar", "Umar"}
+		// A third person finds the shared answer by other forms of its words, with who answered.
+		for _, query := range []string{"retries", "retrying jobs", "backoffs alpha-repo"} {
+			res := callOK[searchOut](t, cs, "search_answers", args{"auth_token": priya, "query": query})
+			want := []foundOut{{MessageID: shared, ThreadID: shared, AskedBy: x, AnsweredBy: a, Question: sharedQ, Answer: sharedA, Shared: true}}
+			if diff := cmp.Diff(want, res.Results); diff != "" {
+				t.Errorf("priya's search_answers(%q) mismatch (-want +got):\n%s", query, diff)
+			}
+		}
+		// The private answer: not for priya, not even its rare words; its two people find it.
+		for _, query := range []string{"Falcon", "confidential", privateQ} {
+			if ids, text := search(priya, query); len(ids) != 0 || strings.Contains(text, "Falcon") || strings.Contains(text, "March") {
+				t.Errorf("priya's search_answers(%q) = %v %q, want nothing: the answer is private to umar and alex", query, ids, text)
+			}
+		}
+		for _, token := range []string{umar, alex} {
+			if ids, _ := search(token, "retries"); !cmp.Equal(ids, []int64{private, shared}) && !cmp.Equal(ids, []int64{shared, private}) {
+				t.Errorf("search_answers(retries) by one of its two people = %v, want both %d and %d", ids, shared, private)
+			}
+		}
+		// Another organization's answers never, even for their exact words; and the other way round.
+		for _, query := range []string{sharedQ, sharedA, privateA} {
+			ids, text := search(priya, query)
+			if slices.ContainsFunc(ids, func(id int64) bool { return id != shared }) || strings.Contains(text, "Rival") || strings.Contains(text, "Falcon") {
+				t.Errorf("priya's search_answers(%q) = %v %q, want at most shop's shared message %d", query, ids, text, shared)
+			}
+		}
+		if _, text := search(rUmar, "retries"); strings.Contains(text, `"Alex"`) || strings.Count(text, `"message_id"`) != 2 {
+			t.Errorf("rival's search_answers(retries) = %q, want rival's two answers only", text)
+		}
+
+		// Routing: the payments-service owner first; alex (notes and a shared answer about retries) after;
+		// never pat (deactivated), the caller, or rival's alex.
+		owners := callOK[ownersOut](t, cs, "find_owner", args{"auth_token": umar, "topic": "refund retries in payments"})
+		var ranked []string
+		for _, p := range owners.People {
+			ranked = append(ranked, p.UserID)
+		}
+		if diff := cmp.Diff([]string{"priya", "alex"}, ranked); diff != "" {
+			t.Errorf("find_owner(refund retries in payments) ranking mismatch (-want +got):\n%s", diff)
+		}
+		if len(owners.People) > 0 && !strings.Contains(owners.People[0].Reason, "payments-service") {
+			t.Errorf("find_owner: priya's reason = %q, want it to name payments-service", owners.People[0].Reason)
+		}
+		if len(owners.People) > 1 && !strings.Contains(owners.People[1].Reason, "answered 1 shared question") {
+			t.Errorf("find_owner: alex's reason = %q, want it to name the shared answer", owners.People[1].Reason)
+		}
+		const routed = "Why do some refunds retry twice?"
+		asked := callOK[threadAskOut](t, cs, "ask_person", args{"auth_token": umar, "topic": "refund retries in payments", "question": routed})
+		if asked.ToUserID != "priya" || !strings.Contains(asked.ChosenBecause, "payments-service") || !strings.Contains(asked.NextStep, "Priya") {
+			t.Errorf("ask_person(topic) = %+v, want it to reach priya and say why", asked)
+		}
+		inbox := callOK[threadInboxOut](t, cs, "check_inbox", args{"auth_token": priya})
+		if len(inbox.Questions) != 1 || inbox.Questions[0].Question != routed || inbox.Questions[0].From.UserID != "umar" {
+			t.Errorf("priya's inbox = %+v, want umar's routed question", inbox.Questions)
+		}
+		if msg := callErr(t, cs, "ask_person", args{"auth_token": umar, "topic": "kubernetes ingress", "question": "Who runs ingress?"}); !strings.Contains(msg, "list_users") {
+			t.Errorf("ask_person(topic nobody owns) = %q, want it to say to pick a person from list_users", msg)
+		}
+	})
 }
