@@ -249,6 +249,15 @@ func TestE2EThread(t *testing.T) {
 		if msg := callErr(t, cs, "ask_person", args{"auth_token": alice, "follow_up_to": id, "question": "Me too?"}); !strings.Contains(msg, "no conversation") {
 			t.Errorf("a third person following up someone else's conversation = %q, want it refused", msg)
 		}
+		// An answer sent privately stays private: sending it again with share changes nothing.
+		again := callOK[sharedSentOut](t, cs, "send_response", args{"auth_token": umar, "message_id": back.MessageID,
+			"final_text": threadClarify, "share": true})
+		if again.Status != "already sent" || again.Shared {
+			t.Errorf("send_response(the same private answer, share) = %+v, want already sent, not shared", again)
+		}
+		if msg := callErr(t, cs, "get_thread", args{"auth_token": alice, "message_id": back.MessageID}); !strings.Contains(msg, "no conversation") {
+			t.Errorf("get_thread(a private answer sent again with share) for a third person = %q, want the no-conversation answer", msg)
+		}
 	})
 }
 
