@@ -215,7 +215,7 @@ func TestBridge(t *testing.T) {
 		if want := "Umar (umar) asks you (message 1): What is the retry logic in alpha-repo?"; content != want {
 			t.Errorf("channel content = %q, want %q", content, want)
 		}
-		wantMeta := map[string]any{"message_id": "1", "from": "umar", "kind": "question"}
+		wantMeta := map[string]any{"message_id": "1", "from": "umar", "kind": "question", "thread_id": "1"}
 		if diff := cmp.Diff(wantMeta, meta); diff != "" {
 			t.Errorf("channel meta mismatch (-want +got):\n%s", diff)
 		}

@@ -112,14 +112,25 @@ func (b *state) notify(content string, meta map[string]string) error {
 }
 
 // channelContent is what Claude reads: who asks or answers what. The
-// coworker's text is quoted, never merged into instructions.
+// coworker's text is quoted, never merged into instructions. A turn of a
+// conversation (a follow-up, a question asked back, an answer to one) says
+// which conversation it continues: get_thread shows its earlier turns.
 func channelContent(e relayclient.Event) string {
 	who := fmt.Sprintf("%s (%s)", e.From.Name, e.From.UserID)
+	continues := ""
+	if e.ThreadID != 0 && e.ThreadID != e.MessageID {
+		continues = fmt.Sprintf(", continues conversation %d", e.ThreadID)
+	}
 	switch e.Kind {
 	case "answer":
-		return fmt.Sprintf("%s answers your question (message %d, %q): %s", who, e.MessageID, relayclient.Clip(e.Question, 200), e.Answer)
+		return fmt.Sprintf("%s answers your question (message %d%s, %q): %s", who, e.MessageID, continues,
+			relayclient.Clip(e.Question, 200), e.Answer)
 	default:
-		s := fmt.Sprintf("%s asks you (message %d): %s", who, e.MessageID, e.Question)
+		s := fmt.Sprintf("%s asks you (message %d%s): %s", who, e.MessageID, continues, e.Question)
+		if continues != "" {
+			s = fmt.Sprintf("%s asks a follow-up (message %d%s; get_thread %d shows the earlier turns): %s",
+				who, e.MessageID, continues, e.MessageID, e.Question)
+		}
 		if e.AlreadyAnswered {
 			s += "\n(You have answered this one already.)"
 		}
@@ -130,9 +141,13 @@ func channelContent(e relayclient.Event) string {
 // channelMeta becomes attributes of the <channel> tag: keys are letters,
 // digits and underscores only, values strings.
 func channelMeta(e relayclient.Event) map[string]string {
-	return map[string]string{
+	meta := map[string]string{
 		"message_id": fmt.Sprint(e.MessageID),
 		"from":       e.From.UserID,
 		"kind":       e.Kind,
 	}
+	if e.ThreadID != 0 { // a relay older than conversations sends none
+		meta["thread_id"] = fmt.Sprint(e.ThreadID)
+	}
+	return meta
 }

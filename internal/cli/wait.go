@@ -183,13 +183,24 @@ func summarize(events []relayclient.Event, more bool) string {
 	e := events[0]
 	who := fmt.Sprintf("%s (%s)", e.From.Name, e.From.UserID)
 	var s string
-	switch e.Kind {
-	case "answer":
-		s = fmt.Sprintf("ctalk: %s answered your question (message %d) — their words: %q. Show the user; check_replies has the full reply.",
-			who, e.MessageID, relayclient.Clip(e.Answer, 300))
+	// A turn of a conversation (a follow-up, a question asked back for
+	// clarification, or the answer to one) says which conversation: its
+	// earlier turns matter.
+	continues := e.ThreadID != 0 && e.ThreadID != e.MessageID
+	where := fmt.Sprintf("(message %d)", e.MessageID)
+	if continues {
+		where = fmt.Sprintf("in conversation %d (message %d)", e.ThreadID, e.MessageID)
+	}
+	const approve = "answer only through propose_response and send_response with the user's approval."
+	switch {
+	case e.Kind == "answer":
+		s = fmt.Sprintf("ctalk: %s answered your question %s — their words: %q. Show the user; check_replies has the full reply.",
+			who, where, relayclient.Clip(e.Answer, 300))
+	case continues:
+		s = fmt.Sprintf("ctalk: %s asks a follow-up %s — their words: %q. Show the user (get_thread has the whole "+
+			"conversation); %s", who, where, relayclient.Clip(e.Question, 300), approve)
 	default:
-		s = fmt.Sprintf("ctalk: %s asks the user (message %d) — their words: %q. Show the user; answer only through "+
-			"propose_response and send_response with the user's approval.", who, e.MessageID, relayclient.Clip(e.Question, 300))
+		s = fmt.Sprintf("ctalk: %s asks the user %s — their words: %q. Show the user; %s", who, where, relayclient.Clip(e.Question, 300), approve)
 	}
 	if n := len(events) - 1; n > 0 || more {
 		plus := fmt.Sprintf("%d more", n)
