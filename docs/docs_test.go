@@ -30,8 +30,10 @@ var groups = []struct {
 	{"Accounts and sign-in", []string{"register_organization", "register_user", "login", "logout", "whoami", "change_password"}},
 	{"People", []string{"list_users", "get_user_profile", "update_my_notes"}},
 	{"Questions and answers", []string{"ask_person", "check_inbox", "propose_response", "send_response", "check_replies"}},
+	{"Conversations, search and routing", []string{"get_thread", "search_answers", "find_owner"}},
 	{"Waiting", []string{"wait_for_messages"}},
-	{"Administration (admin password)", []string{"update_user_profile_notes", "reset_user_password", "deactivate_user", "reactivate_user"}},
+	{"Administration (admin password)", []string{"update_user_profile_notes", "reset_user_password", "deactivate_user", "reactivate_user",
+		"delete_organization"}},
 }
 
 // tool is the part of a golden schema file (one tools/list entry) the reference shows.
@@ -290,4 +292,35 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// TestReadmeToolTable: the README's tool table names every tool there is,
+// once, and no tool that is not.
+func TestReadmeToolTable(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]int{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if name, ok := strings.CutPrefix(line, "| `"); ok {
+			if name, _, ok = strings.Cut(name, "` |"); ok {
+				listed[name]++
+			}
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(schemasDir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no tool schemas in %s: %v", schemasDir, err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		if listed[name] != 1 {
+			t.Errorf("README's tool table lists %s %d times; want once", name, listed[name])
+		}
+		delete(listed, name)
+	}
+	for name := range listed {
+		t.Errorf("README's tool table lists %s, which is no tool", name)
+	}
 }
