@@ -89,6 +89,8 @@ type Message struct {
 	ThreadID int64
 	// SharedAt is when the answer was shared with the organization (nil: only the two people).
 	SharedAt *time.Time
+	// DraftShare says the saved draft would be shared when sent.
+	DraftShare bool
 }
 
 // Answered reports whether the question has its final answer.
@@ -195,7 +197,8 @@ type Queries interface {
 	// ListInbox returns up to limit unanswered questions to a user with id > afterID, oldest first.
 	ListInbox(ctx context.Context, orgID, toUserID string, afterID int64, limit int) ([]InboxItem, error)
 	// SaveDraft replaces the draft of an unanswered question; ErrNotFound if it is answered.
-	SaveDraft(ctx context.Context, orgID string, id int64, draft string, at time.Time) error
+	// share is whether the draft, once sent, would be shared with the organization.
+	SaveDraft(ctx context.Context, orgID string, id int64, draft string, at time.Time, share bool) error
 	// AnswerMessage stores the final answer of an unanswered question, shared
 	// with the organization from sharedAt (nil: not shared); ErrNotFound if it is answered.
 	AnswerMessage(ctx context.Context, orgID string, id int64, answer string, at time.Time, seq int64, sharedAt *time.Time) error

@@ -212,8 +212,8 @@ func (a pgQueries) ListInbox(ctx context.Context, orgID, toUserID string, afterI
 	}), pgError(err)
 }
 
-func (a pgQueries) SaveDraft(ctx context.Context, orgID string, id int64, draft string, at time.Time) error {
-	return oneRow(a.q.SaveDraft(ctx, pgdb.SaveDraftParams{OrgID: orgID, ID: id, DraftText: &draft, DraftUpdatedAt: &at}))(pgError)
+func (a pgQueries) SaveDraft(ctx context.Context, orgID string, id int64, draft string, at time.Time, share bool) error {
+	return oneRow(a.q.SaveDraft(ctx, pgdb.SaveDraftParams{OrgID: orgID, ID: id, DraftText: &draft, DraftUpdatedAt: &at, DraftShare: share}))(pgError)
 }
 
 func (a pgQueries) AnswerMessage(ctx context.Context, orgID string, id int64, answer string, at time.Time, seq int64, sharedAt *time.Time) error {

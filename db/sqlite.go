@@ -318,8 +318,8 @@ func (a sqliteQueries) ListInbox(ctx context.Context, orgID, toUserID string, af
 	}), sqliteError(err)
 }
 
-func (a sqliteQueries) SaveDraft(ctx context.Context, orgID string, id int64, draft string, at time.Time) error {
-	return oneRow(a.q.SaveDraft(ctx, sqlitedb.SaveDraftParams{OrgID: orgID, ID: id, DraftText: &draft, DraftUpdatedAt: &at}))(sqliteError)
+func (a sqliteQueries) SaveDraft(ctx context.Context, orgID string, id int64, draft string, at time.Time, share bool) error {
+	return oneRow(a.q.SaveDraft(ctx, sqlitedb.SaveDraftParams{OrgID: orgID, ID: id, DraftText: &draft, DraftUpdatedAt: &at, DraftShare: share}))(sqliteError)
 }
 
 func (a sqliteQueries) AnswerMessage(ctx context.Context, orgID string, id int64, answer string, at time.Time, seq int64, sharedAt *time.Time) error {

@@ -155,7 +155,7 @@ func TestTimesRoundTripInUTC(t *testing.T) {
 			if err := q.CreateMessage(ctx, db.Message{OrgID: "a", ID: 1, FromUserID: "bob", ToUserID: "bob", Question: "q", AskedAt: at, AskedSeq: 1}); err != nil {
 				return err
 			}
-			if err := q.SaveDraft(ctx, "a", 1, "draft", later); err != nil {
+			if err := q.SaveDraft(ctx, "a", 1, "draft", later, false); err != nil {
 				return err
 			}
 			return q.AnswerMessage(ctx, "a", 1, "answer", later, 2, nil)
@@ -224,7 +224,7 @@ func TestNullableFields(t *testing.T) {
 		}
 
 		// Empty strings are values, not NULL.
-		mustTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "a", m.ID, "", t0) })
+		mustTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "a", m.ID, "", t0, false) })
 		m.DraftText, m.DraftUpdatedAt = ptr(""), ptr(t0)
 		m = answer(t, s, m, "", t0)
 		got, err = getMessage(t, s, "a", m.ID)
@@ -421,7 +421,7 @@ func TestMessagesStayInTheirOrganization(t *testing.T) {
 		}
 
 		// Writes through another organization touch nothing.
-		err = inTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "b", 7, "d", t0) })
+		err = inTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "b", 7, "d", t0, false) })
 		wantErr(t, "SaveDraft(b, 7)", err, db.ErrNotFound)
 		err = inTx(t, s, func(q db.Queries) error { return q.AnswerMessage(ctx, "b", 7, "x", t0, 9, nil) })
 		wantErr(t, "AnswerMessage(b, 7)", err, db.ErrNotFound)
@@ -442,7 +442,7 @@ func TestListInbox(t *testing.T) {
 		m5 := ask(t, s, "a", "amy", "bob", "five", t0.Add(3*time.Second))
 		ask(t, s, "b", "amy", "bob", "other org", t0)
 		answer(t, s, m2, "done", t0.Add(time.Minute))
-		mustTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "a", m4.ID, "draft", t0) })
+		mustTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "a", m4.ID, "draft", t0, false) })
 		m4.DraftText, m4.DraftUpdatedAt = ptr("draft"), ptr(t0)
 
 		item := func(m db.Message) db.InboxItem {
@@ -486,15 +486,15 @@ func TestDraftAndAnswer(t *testing.T) {
 
 		for i, draft := range []string{"first", "second"} {
 			at := t0.Add(time.Duration(i+1) * time.Second)
-			mustTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "a", m.ID, draft, at) })
+			mustTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "a", m.ID, draft, at, false) })
 			m.DraftText, m.DraftUpdatedAt = &draft, &at
 		}
 		m = answer(t, s, m, "final", t0.Add(time.Minute))
 		err := inTx(t, s, func(q db.Queries) error { return q.AnswerMessage(ctx, "a", m.ID, "again", t0.Add(time.Hour), 99, nil) })
 		wantErr(t, "AnswerMessage(answered)", err, db.ErrNotFound)
-		err = inTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "a", m.ID, "late draft", t0.Add(time.Hour)) })
+		err = inTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "a", m.ID, "late draft", t0.Add(time.Hour), false) })
 		wantErr(t, "SaveDraft(answered)", err, db.ErrNotFound)
-		err = inTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "a", 404, "d", t0) })
+		err = inTx(t, s, func(q db.Queries) error { return q.SaveDraft(ctx, "a", 404, "d", t0, false) })
 		wantErr(t, "SaveDraft(unknown id)", err, db.ErrNotFound)
 		err = inTx(t, s, func(q db.Queries) error { return q.AnswerMessage(ctx, "a", 404, "x", t0, 98, nil) })
 		wantErr(t, "AnswerMessage(unknown id)", err, db.ErrNotFound)

@@ -63,17 +63,21 @@ type proposeResponseArgs struct {
 	AuthToken string    `json:"auth_token,omitempty"`
 	MessageID messageID `json:"message_id"`
 	DraftText string    `json:"draft_text"`
+	Share     bool      `json:"share,omitempty"`
 }
 
 func (t *tools) proposeResponse() tool {
 	return declare(t, "propose_response", func(ctx context.Context, a proposeResponseArgs) (relay.DraftResult, error) {
-		return t.relay.Propose(ctx, credentials(ctx, a.AuthToken), int64(a.MessageID), a.DraftText)
+		return t.relay.ProposeWith(ctx, credentials(ctx, a.AuthToken), int64(a.MessageID), a.DraftText, a.Share)
 	},
 		mcpgo.WithDescription("Save a draft answer to a question in your inbox. A draft is never delivered. "+
 			"After saving, show the user the exact draft and ask whether to send it."),
 		argAuthToken,
 		argMessageID,
 		mcpgo.WithString("draft_text", mcpgo.Required(), mcpgo.Description("The draft answer."), mcpgo.MaxLength(relay.MaxAnswerLen)),
+		mcpgo.WithBoolean("share", mcpgo.Description("Whether the answer, once sent, may be found by the whole "+
+			"organization (search_answers); default false: only the asker. Shown to the user with the draft; "+
+			"send_response must then pass the same share.")),
 		annotations("Propose a response", false, false, true, false),
 	)
 }

@@ -358,7 +358,7 @@ func TestE2ESearchAndRouting(t *testing.T) {
 		const sharedQ, sharedA = "What is the retry logic in alpha-repo?", "Each job may retry three times with exponential backoff."
 		const privateQ, privateA = "What is the retry budget for Project Falcon?", "Retry twice; Falcon is confidential until March."
 		shared := ask(t, cs, umar, "alex", sharedQ)
-		callOK[draftOut](t, cs, "propose_response", args{"auth_token": alex, "message_id": shared, "draft_text": sharedA})
+		callOK[draftOut](t, cs, "propose_response", args{"auth_token": alex, "message_id": shared, "draft_text": sharedA, "share": true})
 		if got := callOK[sharedSentOut](t, cs, "send_response", args{"auth_token": alex, "message_id": shared, "final_text": sharedA, "share": true}); !got.Shared {
 			t.Fatalf("send_response(share) = %+v, want shared", got)
 		}
@@ -372,7 +372,7 @@ func TestE2ESearchAndRouting(t *testing.T) {
 		rUmar, rAlex := login(t, cs, "rival", "umar"), login(t, cs, "rival", "alex")
 		for _, qa := range [][2]string{{sharedQ, sharedA}, {privateQ, privateA}} {
 			id := ask(t, cs, rUmar, "alex", qa[0])
-			callOK[draftOut](t, cs, "propose_response", args{"auth_token": rAlex, "message_id": id, "draft_text": qa[1]})
+			callOK[draftOut](t, cs, "propose_response", args{"auth_token": rAlex, "message_id": id, "draft_text": qa[1], "share": true})
 			callOK[sharedSentOut](t, cs, "send_response", args{"auth_token": rAlex, "message_id": id, "final_text": qa[1], "share": true})
 		}
 

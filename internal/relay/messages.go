@@ -203,7 +203,10 @@ type DraftResult struct {
 	DraftText string    `json:"draft_text"`
 	SavedAt   time.Time `json:"saved_at"`
 	Status    string    `json:"status"`
-	NextStep  string    `json:"next_step"`
+	// Share and Audience say who could read the answer once sent.
+	Share    bool   `json:"share"`
+	Audience string `json:"audience"`
+	NextStep string `json:"next_step"`
 }
 
 // onePage converts the first n of rows, read with a limit of n+1, with conv,
@@ -239,9 +242,17 @@ func recipientMessage(ctx context.Context, q db.Queries, c caller, id int64) (db
 	return m, err
 }
 
-// Propose saves the caller's draft answer to a question in their inbox.
-// A draft is never delivered.
+// Propose saves the caller's draft answer to a question in their inbox, to
+// be sent to the asker only. A draft is never delivered.
 func (s *Service) Propose(ctx context.Context, cred Credentials, id int64, draftArg string) (DraftResult, error) {
+	return s.ProposeWith(ctx, cred, id, draftArg, false)
+}
+
+// ProposeWith saves a draft as Propose does, with whether it would be
+// shared with the organization when sent: a client that cannot show an
+// approval dialog sends only the saved draft, with the sharing saved and
+// shown with it.
+func (s *Service) ProposeWith(ctx context.Context, cred Credentials, id int64, draftArg string, share bool) (DraftResult, error) {
 	draft, err := text("draft_text", draftArg, true, MaxAnswerLen)
 	if err != nil {
 		return DraftResult{}, err
@@ -260,15 +271,20 @@ func (s *Service) Propose(ctx context.Context, cred Credentials, id int64, draft
 		// The message was just read, so no row saved means a send_response
 		// answered it in between (on PostgreSQL the update waits for that
 		// send's row lock, then finds the question answered).
-		if err := q.SaveDraft(ctx, c.user.OrgID, id, draft, now); errors.Is(err, db.ErrNotFound) {
+		if err := q.SaveDraft(ctx, c.user.OrgID, id, draft, now, share); errors.Is(err, db.ErrNotFound) {
 			return errAnswered
 		} else if err != nil {
 			return err
 		}
 		res = DraftResult{
-			MessageID: id, DraftText: draft, SavedAt: now, Status: "draft saved, NOT sent",
-			NextStep: "Show this exact draft to the user and ask whether to send it. Call send_response with the " +
-				"same text only after the user explicitly approves; if they want changes, propose again.",
+			MessageID: id, DraftText: draft, SavedAt: now, Status: "draft saved, NOT sent", Share: share,
+			Audience: "only the asker and you",
+			NextStep: "Show this exact draft to the user, say who will be able to read it (audience), and ask whether " +
+				"to send it. Call send_response with the same text and the same share only after the user explicitly " +
+				"approves; if they want changes, propose again.",
+		}
+		if share {
+			res.Audience = "everyone in your organization can find it (search_answers)"
 		}
 		return nil
 	}))

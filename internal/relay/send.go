@@ -144,8 +144,8 @@ func (s *Service) Send(ctx context.Context, cred Credentials, id int64, finalArg
 		case !approval.Accepted:
 			return SendOutcome{NotSent: &NotSentResult{MessageID: id, Status: "not sent", Reason: notApproved(approval.Action)}}, nil
 		}
-	} else if m.DraftText == nil || *m.DraftText != final {
-		return SendOutcome{}, errProposeFirst(id)
+	} else if err := draftRule(m, final, approval.Share); err != nil {
+		return SendOutcome{}, err
 	}
 	err = s.store.InTx(ctx, s.asCaller(ctx, cred, func(q db.Queries, c caller) error {
 		// Take the organization's event lock before reading the message again:
@@ -162,8 +162,10 @@ func (s *Service) Send(ctx context.Context, cred Credentials, id int64, finalArg
 		if res, err = alreadySent(m, final); res != nil || err != nil {
 			return err
 		}
-		if !approval.CanAsk && (m.DraftText == nil || *m.DraftText != final) {
-			return errProposeFirst(id) // the draft changed meanwhile
+		if !approval.CanAsk {
+			if err := draftRule(m, final, approval.Share); err != nil {
+				return err // the draft changed meanwhile
+			}
 		}
 		now := s.clock()
 		var sharedAt *time.Time
@@ -183,6 +185,21 @@ func (s *Service) Send(ctx context.Context, cred Credentials, id int64, finalArg
 		return SendOutcome{}, err
 	}
 	return SendOutcome{Sent: res}, nil
+}
+
+// draftRule is the approval of a client without dialogs: only the saved
+// draft the person was shown is sent, shared with the organization as it
+// was saved.
+func draftRule(m db.Message, final string, share bool) error {
+	switch {
+	case m.DraftText == nil || *m.DraftText != final:
+		return errProposeFirst(m.ID)
+	case m.DraftShare != share:
+		return errorf(KindConflict, "the saved draft of message %d was proposed with share %t; the user approved who can "+
+			"read it with the draft: call propose_response with share %t and this text, show the user, and send after "+
+			"they approve", m.ID, m.DraftShare, share)
+	}
+	return nil
 }
 
 // alreadySent handles a question that has its answer: the same text again is

@@ -20,7 +20,7 @@ import (
 func (f *fixture) answer(cred Credentials, id int64, text string, share bool) SentResult {
 	f.t.Helper()
 	ctx := f.t.Context()
-	if _, err := f.s.Propose(ctx, cred, id, text); err != nil {
+	if _, err := f.s.ProposeWith(ctx, cred, id, text, share); err != nil {
 		f.t.Fatalf("Propose(%d) = %v", id, err)
 	}
 	out, err := f.s.Send(ctx, cred, id, text, Approval{Share: share})
@@ -448,6 +448,36 @@ func TestSearchOddInput(t *testing.T) {
 		}
 		if _, err := f.s.FindOwner(ctx, umar, `"payments" OR 1=1; --`); err != nil {
 			t.Errorf("FindOwner with query syntax = %v; want it read as words", err)
+		}
+	})
+}
+
+// TestShareWithDraft: without a dialog, the sharing choice is saved and
+// shown with the draft, and send_response must ask for the same: the model
+// cannot share what the person approved as private, or the reverse.
+func TestShareWithDraft(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
+		ctx := t.Context()
+		f, umar, john := umarAndJohn(t, s)
+		q := f.ask(umar, AskInput{To: "john", Question: "Retry logic?"})
+		d, err := f.s.ProposeWith(ctx, john, q.MessageID, "Three attempts.", false)
+		if err != nil || d.Share || d.Audience != "only the asker and you" {
+			t.Fatalf("ProposeWith(private) = %+v, %v; want the audience said", d, err)
+		}
+		out, err := f.s.Send(ctx, john, q.MessageID, "Three attempts.", Approval{Share: true})
+		if err == nil || !strings.Contains(err.Error(), "proposed with share false") || out.Sent != nil {
+			t.Fatalf("Send(shared) of a private draft = %+v, %v; want refused, naming propose_response", out, err)
+		}
+		d, err = f.s.ProposeWith(ctx, john, q.MessageID, "Three attempts.", true)
+		if err != nil || !d.Share || !strings.Contains(d.Audience, "everyone in your organization") {
+			t.Fatalf("ProposeWith(shared) = %+v, %v", d, err)
+		}
+		if _, err := f.s.Send(ctx, john, q.MessageID, "Three attempts.", Approval{}); err == nil {
+			t.Fatalf("Send(private) of a shared draft = nil; want refused")
+		}
+		if sent := f.answer(john, q.MessageID, "Three attempts.", true); !sent.Shared {
+			t.Errorf("Send(shared) of the shared draft = %+v; want sent and shared", sent)
 		}
 	})
 }

@@ -18,7 +18,10 @@ ORDER BY messages.id
 LIMIT sqlc.arg(max_rows);
 
 -- name: SaveDraft :execrows
-UPDATE messages SET draft_text = sqlc.arg(draft_text), draft_updated_at = sqlc.arg(draft_updated_at)
+-- draft_share is whether the draft, once sent, would be shared with the
+-- organization: part of what the person is shown and approves.
+UPDATE messages SET draft_text = sqlc.arg(draft_text), draft_updated_at = sqlc.arg(draft_updated_at),
+    draft_share = sqlc.arg(draft_share)
 WHERE org_id = sqlc.arg(org_id) AND id = sqlc.arg(id) AND answered_seq IS NULL;
 
 -- name: AnswerMessage :execrows

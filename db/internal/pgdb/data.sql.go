@@ -171,7 +171,7 @@ func (q *Queries) ExpiredConversations(ctx context.Context, arg ExpiredConversat
 }
 
 const exportMessages = `-- name: ExportMessages :many
-SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq, thread_id, shared_at FROM messages
+SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq, thread_id, shared_at, draft_share FROM messages
 WHERE org_id = $1 AND id > $2
 ORDER BY id
 LIMIT $3
@@ -208,6 +208,7 @@ func (q *Queries) ExportMessages(ctx context.Context, arg ExportMessagesParams) 
 			&i.AnsweredSeq,
 			&i.ThreadID,
 			&i.SharedAt,
+			&i.DraftShare,
 		); err != nil {
 			return nil, err
 		}

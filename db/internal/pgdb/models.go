@@ -54,6 +54,7 @@ type Message struct {
 	AnsweredSeq    *int64
 	ThreadID       int64
 	SharedAt       *time.Time
+	DraftShare     bool
 }
 
 type OauthClient struct {

@@ -10,7 +10,7 @@ import (
 )
 
 const searchMessages = `-- name: SearchMessages :many
-SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, uf.name AS from_name, ut.name AS to_name
+SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, messages.draft_share, uf.name AS from_name, ut.name AS to_name
 FROM messages
 JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
 JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
@@ -69,6 +69,7 @@ func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) 
 			&i.Message.AnsweredSeq,
 			&i.Message.ThreadID,
 			&i.Message.SharedAt,
+			&i.Message.DraftShare,
 			&i.FromName,
 			&i.ToName,
 		); err != nil {

@@ -31,7 +31,7 @@ func (q *Queries) ExtendToken(ctx context.Context, arg ExtendTokenParams) (int64
 }
 
 const listAsked = `-- name: ListAsked :many
-SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, u.name AS recipient_name
+SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, messages.draft_share, u.name AS recipient_name
 FROM messages
 JOIN users u ON u.org_id = messages.org_id AND u.id = messages.to_user_id
 WHERE messages.org_id = $1 AND messages.from_user_id = $2
@@ -83,6 +83,7 @@ func (q *Queries) ListAsked(ctx context.Context, arg ListAskedParams) ([]ListAsk
 			&i.Message.AnsweredSeq,
 			&i.Message.ThreadID,
 			&i.Message.SharedAt,
+			&i.Message.DraftShare,
 			&i.RecipientName,
 		); err != nil {
 			return nil, err

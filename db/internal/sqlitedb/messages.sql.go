@@ -140,7 +140,7 @@ func (q *Queries) CreateMessage(ctx context.Context, arg CreateMessageParams) er
 }
 
 const getMessage = `-- name: GetMessage :one
-SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq, thread_id, shared_at FROM messages WHERE org_id = ?1 AND id = ?2
+SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq, thread_id, shared_at, draft_share FROM messages WHERE org_id = ?1 AND id = ?2
 `
 
 type GetMessageParams struct {
@@ -166,12 +166,13 @@ func (q *Queries) GetMessage(ctx context.Context, arg GetMessageParams) (Message
 		&i.AnsweredSeq,
 		&i.ThreadID,
 		&i.SharedAt,
+		&i.DraftShare,
 	)
 	return i, err
 }
 
 const lastAnswer = `-- name: LastAnswer :many
-SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq, thread_id, shared_at FROM messages
+SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq, thread_id, shared_at, draft_share FROM messages
 WHERE org_id = ?1 AND from_user_id = ?2 AND to_user_id = ?3
   AND answered_seq IS NOT NULL
 ORDER BY answered_seq DESC
@@ -209,6 +210,7 @@ func (q *Queries) LastAnswer(ctx context.Context, arg LastAnswerParams) ([]Messa
 			&i.AnsweredSeq,
 			&i.ThreadID,
 			&i.SharedAt,
+			&i.DraftShare,
 		); err != nil {
 			return nil, err
 		}
@@ -224,7 +226,7 @@ func (q *Queries) LastAnswer(ctx context.Context, arg LastAnswerParams) ([]Messa
 }
 
 const lastQuestion = `-- name: LastQuestion :many
-SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq, thread_id, shared_at FROM messages
+SELECT org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, draft_text, draft_updated_at, answer_text, answered_at, answered_seq, thread_id, shared_at, draft_share FROM messages
 WHERE org_id = ?1 AND from_user_id = ?2 AND to_user_id = ?3
 ORDER BY id DESC
 LIMIT 1
@@ -261,6 +263,7 @@ func (q *Queries) LastQuestion(ctx context.Context, arg LastQuestionParams) ([]M
 			&i.AnsweredSeq,
 			&i.ThreadID,
 			&i.SharedAt,
+			&i.DraftShare,
 		); err != nil {
 			return nil, err
 		}
@@ -276,7 +279,7 @@ func (q *Queries) LastQuestion(ctx context.Context, arg LastQuestionParams) ([]M
 }
 
 const listInbox = `-- name: ListInbox :many
-SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, u.name AS sender_name, u.ownership AS sender_ownership,
+SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, messages.draft_share, u.name AS sender_name, u.ownership AS sender_ownership,
        u.notes AS sender_notes, u.profile_notes AS sender_profile_notes
 FROM messages
 JOIN users u ON u.org_id = messages.org_id AND u.id = messages.from_user_id
@@ -331,6 +334,7 @@ func (q *Queries) ListInbox(ctx context.Context, arg ListInboxParams) ([]ListInb
 			&i.Message.AnsweredSeq,
 			&i.Message.ThreadID,
 			&i.Message.SharedAt,
+			&i.Message.DraftShare,
 			&i.SenderName,
 			&i.SenderOwnership,
 			&i.SenderNotes,
@@ -350,7 +354,7 @@ func (q *Queries) ListInbox(ctx context.Context, arg ListInboxParams) ([]ListInb
 }
 
 const listReplies = `-- name: ListReplies :many
-SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, u.name AS recipient_name
+SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, messages.draft_share, u.name AS recipient_name
 FROM messages
 JOIN users u ON u.org_id = messages.org_id AND u.id = messages.to_user_id
 WHERE messages.org_id = ?1 AND messages.from_user_id = ?2
@@ -412,6 +416,7 @@ func (q *Queries) ListReplies(ctx context.Context, arg ListRepliesParams) ([]Lis
 			&i.Message.AnsweredSeq,
 			&i.Message.ThreadID,
 			&i.Message.SharedAt,
+			&i.Message.DraftShare,
 			&i.RecipientName,
 		); err != nil {
 			return nil, err
@@ -428,7 +433,7 @@ func (q *Queries) ListReplies(ctx context.Context, arg ListRepliesParams) ([]Lis
 }
 
 const listThread = `-- name: ListThread :many
-SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, uf.name AS from_name, ut.name AS to_name
+SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, messages.draft_share, uf.name AS from_name, ut.name AS to_name
 FROM messages
 JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
 JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
@@ -475,6 +480,7 @@ func (q *Queries) ListThread(ctx context.Context, arg ListThreadParams) ([]ListT
 			&i.Message.AnsweredSeq,
 			&i.Message.ThreadID,
 			&i.Message.SharedAt,
+			&i.Message.DraftShare,
 			&i.FromName,
 			&i.ToName,
 		); err != nil {
@@ -508,21 +514,26 @@ func (q *Queries) MarkRepliesSeen(ctx context.Context, arg MarkRepliesSeenParams
 }
 
 const saveDraft = `-- name: SaveDraft :execrows
-UPDATE messages SET draft_text = ?1, draft_updated_at = ?2
-WHERE org_id = ?3 AND id = ?4 AND answered_seq IS NULL
+UPDATE messages SET draft_text = ?1, draft_updated_at = ?2,
+    draft_share = ?3
+WHERE org_id = ?4 AND id = ?5 AND answered_seq IS NULL
 `
 
 type SaveDraftParams struct {
 	DraftText      *string
 	DraftUpdatedAt *time.Time
+	DraftShare     bool
 	OrgID          string
 	ID             int64
 }
 
+// draft_share is whether the draft, once sent, would be shared with the
+// organization: part of what the person is shown and approves.
 func (q *Queries) SaveDraft(ctx context.Context, arg SaveDraftParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, saveDraft,
 		arg.DraftText,
 		arg.DraftUpdatedAt,
+		arg.DraftShare,
 		arg.OrgID,
 		arg.ID,
 	)

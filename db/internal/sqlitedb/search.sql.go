@@ -10,7 +10,7 @@ import (
 )
 
 const searchMessages = `-- name: SearchMessages :many
-SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, uf.name AS from_name, ut.name AS to_name
+SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, messages.draft_share, uf.name AS from_name, ut.name AS to_name
 FROM messages_fts
 JOIN messages_search s ON s.id = messages_fts.rowid
 JOIN messages ON messages.org_id = s.org_id AND messages.id = s.message_id
@@ -68,6 +68,7 @@ func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) 
 			&i.Message.AnsweredSeq,
 			&i.Message.ThreadID,
 			&i.Message.SharedAt,
+			&i.Message.DraftShare,
 			&i.FromName,
 			&i.ToName,
 		); err != nil {

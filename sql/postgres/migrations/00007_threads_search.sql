@@ -12,6 +12,10 @@ ALTER TABLE messages ALTER COLUMN thread_id SET NOT NULL;
 -- question and its answer (search_answers, find_owner); NULL keeps it to
 -- the two people.
 ALTER TABLE messages ADD COLUMN shared_at TIMESTAMPTZ;
+-- draft_share: the saved draft would be shared when sent. A client without
+-- approval dialogs sends only the draft the person was shown, so the
+-- sharing choice is saved and shown with it.
+ALTER TABLE messages ADD COLUMN draft_share BOOLEAN NOT NULL DEFAULT false;
 CREATE INDEX messages_thread ON messages (org_id, thread_id, id);
 
 -- Full-text search over answered questions: English stemming ("retries"
@@ -24,5 +28,6 @@ CREATE INDEX messages_search ON messages
 -- +goose Down
 DROP INDEX messages_search;
 DROP INDEX messages_thread;
+ALTER TABLE messages DROP COLUMN draft_share;
 ALTER TABLE messages DROP COLUMN shared_at;
 ALTER TABLE messages DROP COLUMN thread_id;

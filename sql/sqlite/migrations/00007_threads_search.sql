@@ -11,6 +11,10 @@ UPDATE messages SET thread_id = id;
 -- question and its answer (search_answers, find_owner); NULL keeps it to
 -- the two people.
 ALTER TABLE messages ADD COLUMN shared_at TIMESTAMP;
+-- draft_share: the saved draft would be shared when sent. A client without
+-- approval dialogs sends only the draft the person was shown, so the
+-- sharing choice is saved and shown with it.
+ALTER TABLE messages ADD COLUMN draft_share BOOLEAN NOT NULL DEFAULT false;
 CREATE INDEX messages_thread ON messages (org_id, thread_id, id);
 
 -- Full-text search over answered questions: FTS5 with the Porter stemmer
@@ -64,5 +68,6 @@ DROP TRIGGER messages_fts_answered;
 DROP TABLE messages_fts;
 DROP TABLE messages_search;
 DROP INDEX messages_thread;
+ALTER TABLE messages DROP COLUMN draft_share;
 ALTER TABLE messages DROP COLUMN shared_at;
 ALTER TABLE messages DROP COLUMN thread_id;
