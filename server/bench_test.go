@@ -107,22 +107,28 @@ func (d *capDB) fillMessages(tb testing.TB, total int) {
 	const inbox = 25
 	bulk := total - inbox
 	if d.cfg.DatabaseURL != "" {
-		d.exec(tb, `INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, answer_text, answered_at, answered_seq)
+		d.exec(tb, `INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, answer_text, answered_at, answered_seq, thread_id)
 			SELECT 'acme', g, 'u' || lpad(((t + 1 + (g / 100) % 99) % 100)::text, 2, '0'), 'u' || lpad(t::text, 2, '0'),
 			       'How does service ' || g || ' retry when the queue is full?', now(), g,
 			       CASE WHEN g % 10 <> 0 OR t = 0 THEN 'Three attempts with backoff, see runbook ' || g END,
 			       CASE WHEN g % 10 <> 0 OR t = 0 THEN now() END,
-			       CASE WHEN g % 10 <> 0 OR t = 0 THEN $1 + g END
+			       CASE WHEN g % 10 <> 0 OR t = 0 THEN $1 + g END, g
 			FROM (SELECT g, g % 100 AS t FROM generate_series(1, $1::bigint) g) s`, bulk)
 	} else {
 		d.exec(tb, `WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < ?1)
-			INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, answer_text, answered_at, answered_seq)
+			INSERT INTO messages (org_id, id, from_user_id, to_user_id, question, asked_at, asked_seq, answer_text, answered_at, answered_seq, thread_id)
 			SELECT 'acme', g, printf('u%02d', (g % 100 + 1 + (g / 100) % 99) % 100), printf('u%02d', g % 100),
 			       'How does service ' || g || ' retry when the queue is full?', '2026-03-01T09:00:00.000000Z', g,
 			       CASE WHEN g % 10 <> 0 OR g % 100 = 0 THEN 'Three attempts with backoff, see runbook ' || g END,
 			       CASE WHEN g % 10 <> 0 OR g % 100 = 0 THEN '2026-03-01T09:00:01.000000Z' END,
-			       CASE WHEN g % 10 <> 0 OR g % 100 = 0 THEN ?1 + g END
+			       CASE WHEN g % 10 <> 0 OR g % 100 = 0 THEN ?1 + g END, g
 			FROM s`, bulk)
+		// The search index, as the answering trigger would have filled it.
+		d.exec(tb, `INSERT INTO messages_search (org_id, message_id)
+			SELECT org_id, id FROM messages WHERE org_id = 'acme' AND answered_seq IS NOT NULL ORDER BY answered_seq`)
+		d.exec(tb, `INSERT INTO messages_fts (rowid, body)
+			SELECT s.id, m.question || ' ' || m.answer_text FROM messages_search s
+			JOIN messages m ON m.org_id = s.org_id AND m.id = s.message_id WHERE s.org_id = 'acme'`)
 	}
 	d.exec(tb, "UPDATE organizations SET last_message_id = "+strconv.Itoa(bulk)+", last_event_seq = "+strconv.Itoa(2*bulk)+" WHERE id = 'acme'")
 	if d.cfg.DatabaseURL != "" {
