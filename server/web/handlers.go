@@ -245,6 +245,7 @@ type askedView struct {
 	To         string
 	Topic      string
 	Question   string
+	Chosen     string // whom ctalk chose for a topic, and why
 }
 
 // asked lists my questions with their answers, and asks a new one.
@@ -271,8 +272,9 @@ func (f *Face) asked(w http.ResponseWriter, r *http.Request, s *session) {
 		case err == nil:
 			// Whom ctalk chose and why is said once, here: the page is
 			// rendered rather than redirected to, and its form starts empty.
+			// The note is in the form, which live updates leave as it is.
 			v.To, v.Topic, v.Question = "", "", ""
-			v.Status = fmt.Sprintf("Question sent to %s (%s), chosen because: %s. Its answer shows here when it comes.",
+			v.Chosen = fmt.Sprintf("Question sent to %s (%s), chosen because: %s. Its answer shows below when it comes.",
 				res.ToName, res.ToUserID, res.ChosenBecause)
 		case msg == "" || isUnauthorized(err):
 			f.fail(w, r, s, err)

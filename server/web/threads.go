@@ -57,6 +57,10 @@ func (f *Face) thread(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	v.T = t
+	if len(t.Turns) == 0 {
+		f.notFound(w, s)
+		return
+	}
 	if first := t.Turns[0]; first.By.UserID == s.me.UserID || first.To.UserID == s.me.UserID {
 		v.Mine, v.Other = true, first.To
 		if first.To.UserID == s.me.UserID {

@@ -29,7 +29,8 @@
 //      log, and signs out; the new person signs in with that password and reaches the inbox
 //   9. conversations (desktop, phone, phone-dark): john answers with "let everyone find it" ticked;
 //      sara, a third person, finds it with the search box and opens the conversation (no form for
-//      her); umar opens it from Asked and asks a follow-up, which reaches john's check_inbox in the
+//      her) and asks by topic on Asked (the page says ctalk chose john, and why); umar opens the
+//      conversation from Asked and asks a follow-up, which reaches john's check_inbox in the
 //      same conversation; john's inbox marks it and its question page shows the earlier turns
 // Every page: no console error or page error (a CSP violation is one), and axe-core reports no
 // serious or critical violation. Passwords and tokens are never printed (and masked in screenshots).
@@ -432,6 +433,17 @@ async function conversation(browser, client, umar, view) {
   if ((await page.locator("li.turn").count()) !== 2) fail(`${view.name}: sara's view of the conversation does not show its question and answer`);
   if ((await page.locator("#question").count()) !== 0) fail(`${view.name}: sara is offered a follow-up form in someone else's conversation`);
   await check("thread-shared");
+
+  // sara asks by topic: the Asked page says whom ctalk chose and why, and live updates keep it
+  await Promise.all([page.waitForURL(`${base}/app/asked`), page.click('nav a[href="/app/asked"]')]);
+  await page.fill("#topic", "alpha-repo");
+  await page.fill("#question", `Who reviews the ${animal} changes (${view.name})?`);
+  const caughtUp = page.waitForResponse((r) => r.url() === `${base}/app/asked` && r.request().resourceType() === "fetch", { timeout: 5000 }).catch(() => null);
+  await Promise.all([page.waitForResponse((r) => r.request().method() === "POST" && r.url() === `${base}/app/asked`), page.click("form.card button[type=submit]")]);
+  await caughtUp;
+  const chosen = await page.locator("#chosen").textContent({ timeout: 5000 }).catch(() => null);
+  if (!chosen?.includes("Question sent to John (john), chosen because: owns")) fail(`${view.name}: asking by topic said ${JSON.stringify(chosen)}, want John and why`);
+  await check("asked-topic");
   await signOut();
 
   // umar opens it from Asked and asks a follow-up
@@ -497,7 +509,7 @@ try {
     await browser.close();
   }
   await client.close();
-  console.log(JSON.stringify({ org, pages: "signin inbox question asked people person not-found tokens admin-become admin admin-registered admin-person admin-tokens admin-audit question-share question-shared search thread-shared thread thread-followup question-followup", viewports: ["desktop", "phone", "phone-dark"], screenshots: shots || null }));
+  console.log(JSON.stringify({ org, pages: "signin inbox question asked people person not-found tokens admin-become admin admin-registered admin-person admin-tokens admin-audit question-share question-shared search thread-shared asked-topic thread thread-followup question-followup", viewports: ["desktop", "phone", "phone-dark"], screenshots: shots || null }));
 } catch (e) {
   console.error(`FAIL: ${e instanceof StepError ? e.message : `${e?.constructor?.name}: ${e?.message ?? e}`}`);
   code = 1;
