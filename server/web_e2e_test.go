@@ -409,7 +409,7 @@ func BenchmarkWebPages(b *testing.B) {
 			ts := httptest.NewServer(server.Handler(server.Config{Store: d.store, MCP: mcp.NewServer(nil, mcp.Options{Relay: rules}), Relay: rules}))
 			b.Cleanup(ts.Close)
 			client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-			for _, path := range []string{"/app", "/app/q/10000", "/app/asked", "/app/people", "/app/people/u01", "/app/tokens",
+			for _, path := range []string{"/app", "/app/q/10000", "/app/thread/10000", "/app/search?q=retry+queue", "/app/asked", "/app/people", "/app/people/u01", "/app/tokens",
 				"/app/admin", "/app/admin/people/u01", "/app/admin/tokens", "/app/admin/audit"} {
 				b.Run(strings.TrimPrefix(strings.ReplaceAll(path, "/", "_"), "_"), func(b *testing.B) {
 					for b.Loop() {

@@ -179,7 +179,9 @@ func (s *Service) GetQuestion(ctx context.Context, cred Credentials, id int64) (
 
 // MyQuestion is a question the caller asked, answered or waiting.
 type MyQuestion struct {
-	MessageID  int64
+	MessageID int64
+	// ThreadID is the conversation's first question (MessageID for a first question).
+	ThreadID   int64
 	To         Person
 	Question   string
 	AskedAt    time.Time
@@ -210,7 +212,7 @@ func (s *Service) ListMyQuestions(ctx context.Context, cred Credentials, beforeI
 		}
 		out.Questions, out.More = onePage(rows, askedPage, func(r db.AskedQuestion) MyQuestion {
 			return MyQuestion{
-				MessageID: r.ID, To: Person{UserID: r.ToUserID, Name: r.RecipientName}, Question: r.Question,
+				MessageID: r.ID, ThreadID: r.ThreadID, To: Person{UserID: r.ToUserID, Name: r.RecipientName}, Question: r.Question,
 				AskedAt: r.AskedAt, Answer: r.AnswerText, AnsweredAt: r.AnsweredAt,
 			}
 		})

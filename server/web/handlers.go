@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -123,8 +124,10 @@ func (f *Face) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 
 type questionView struct {
 	base
-	Q    relay.Question
-	Text string // the textarea: my draft, or what I just posted
+	Q      relay.Question
+	Thread relay.QuestionThread
+	Text   string // the textarea: my draft, or what I just posted
+	Share  bool   // the share checkbox: off unless the person ticked it
 }
 
 // question shows one question asked of me with my draft; its form saves
@@ -141,17 +144,28 @@ func (f *Face) question(w http.ResponseWriter, r *http.Request, s *session) {
 		f.fail(w, r, s, err)
 		return
 	}
-	v := &questionView{base: base{Title: "Question from " + q.From.Name, Nav: "inbox"}, Q: q}
+	th, err := f.cfg.Relay.GetQuestionThread(r.Context(), s.cred, id)
+	if err != nil {
+		f.fail(w, r, s, err)
+		return
+	}
+	v := &questionView{base: base{Title: "Question from " + q.From.Name, Nav: "inbox"}, Q: q, Thread: th}
 	v.setSession(s)
 	if q.Draft != nil {
 		v.Text = *q.Draft
 	}
 	if r.Method == http.MethodGet {
 		v.Status = statusText[r.URL.Query().Get("ok")]
+		if r.URL.Query().Get("ok") == "sent" && q.Answer != nil {
+			v.Status = "Answer sent to " + q.From.Name + " only."
+			if th.Shared {
+				v.Status = "Answer sent and shared: everyone in " + s.me.OrgName + " can find this question and answer."
+			}
+		}
 		f.page.render(w, http.StatusOK, "question", &v.base, v)
 		return
 	}
-	v.Text = r.PostForm.Get("answer")
+	v.Text, v.Share = r.PostForm.Get("answer"), r.PostForm.Get("share") == "1"
 	var ok string
 	switch r.PostForm.Get("action") {
 	case "draft":
@@ -190,10 +204,11 @@ func (f *Face) question(w http.ResponseWriter, r *http.Request, s *session) {
 var errCleaned = errors.New("the answer changed when cleaned")
 
 // send sends the posted text as the person's approved answer: the relay
-// asks for approval of exactly the text it would send; when that is the
-// text on the page, the press of Send is the approval.
+// asks for approval of exactly the text it would send, shared or not; when
+// that is the text on the page, the press of Send, with the share checkbox
+// as it is, is the approval.
 func (f *Face) send(r *http.Request, s *session, id int64, v *questionView) error {
-	out, err := f.cfg.Relay.Send(r.Context(), s.cred, id, v.Text, relay.Approval{CanAsk: true})
+	out, err := f.cfg.Relay.Send(r.Context(), s.cred, id, v.Text, relay.Approval{CanAsk: true, Share: v.Share})
 	switch {
 	case err != nil:
 		return err
@@ -206,7 +221,7 @@ func (f *Face) send(r *http.Request, s *session, id int64, v *questionView) erro
 		v.Text = out.Ask.FinalText
 		return errCleaned
 	}
-	out, err = f.cfg.Relay.Send(r.Context(), s.cred, id, v.Text, relay.Approval{CanAsk: true, Key: out.Ask.Key, Accepted: true})
+	out, err = f.cfg.Relay.Send(r.Context(), s.cred, id, v.Text, relay.Approval{CanAsk: true, Key: out.Ask.Key, Accepted: true, Share: v.Share})
 	switch {
 	case err != nil:
 		return err
@@ -228,7 +243,9 @@ type askedView struct {
 	NextBefore int64
 	People     []relay.Profile // whom I can ask
 	To         string
+	Topic      string
 	Question   string
+	Chosen     string // whom ctalk chose for a topic, and why
 }
 
 // asked lists my questions with their answers, and asks a new one.
@@ -237,19 +254,34 @@ func (f *Face) asked(w http.ResponseWriter, r *http.Request, s *session) {
 	v.setSession(s)
 	status := http.StatusOK
 	if r.Method == http.MethodPost {
-		v.To, v.Question = r.PostForm.Get("to_user_id"), r.PostForm.Get("question")
-		_, err := f.cfg.Relay.Ask(r.Context(), s.cred, v.To, v.Question)
-		if err == nil {
+		v.To, v.Topic, v.Question = r.PostForm.Get("to_user_id"), r.PostForm.Get("topic"), r.PostForm.Get("question")
+		var (
+			res relay.AskResult
+			err error
+		)
+		oneOf := (v.To == "") != (strings.TrimSpace(v.Topic) == "")
+		if oneOf {
+			res, err = f.cfg.Relay.AskWith(r.Context(), s.cred, relay.AskInput{To: v.To, Topic: v.Topic, Question: v.Question})
+		}
+		switch msg, st := relayMessage(err); {
+		case !oneOf:
+			v.Alert, status = "Choose a person or name a topic (one of the two), then press Ask. Nothing was sent.", http.StatusBadRequest
+		case err == nil && res.ChosenBecause == "":
 			seeOther(w, r, Prefix+"/asked?ok=asked")
 			return
-		}
-		msg, st := relayMessage(err)
-		var re *relay.Error
-		if msg == "" || (errors.As(err, &re) && re.Kind == relay.KindUnauthorized) {
+		case err == nil:
+			// Whom ctalk chose and why is said once, here: the page is
+			// rendered rather than redirected to, and its form starts empty.
+			// The note is in the form, which live updates leave as it is.
+			v.To, v.Topic, v.Question = "", "", ""
+			v.Chosen = fmt.Sprintf("Question sent to %s (%s), chosen because: %s. Its answer shows below when it comes.",
+				res.ToName, res.ToUserID, res.ChosenBecause)
+		case msg == "" || isUnauthorized(err):
 			f.fail(w, r, s, err)
 			return
+		default:
+			v.Alert, status = msg, st
 		}
-		v.Alert, status = msg, st
 	} else {
 		v.Status = statusText[r.URL.Query().Get("ok")]
 	}
@@ -274,6 +306,11 @@ func (f *Face) asked(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	f.page.render(w, status, "asked", &v.base, v)
+}
+
+func isUnauthorized(err error) bool {
+	var re *relay.Error
+	return errors.As(err, &re) && re.Kind == relay.KindUnauthorized
 }
 
 type peopleView struct {

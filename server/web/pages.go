@@ -17,7 +17,7 @@ import (
 var templateFS embed.FS
 
 // pageNames are the pages; each is parsed with the layout and the style.
-var pageNames = []string{"signin", "inbox", "question", "asked", "people", "person", "tokens", "error",
+var pageNames = []string{"signin", "inbox", "question", "asked", "people", "person", "tokens", "error", "thread", "search",
 	"admin-become", "admin", "admin-password-shown", "admin-person", "admin-tokens", "admin-audit", "admin-admin-password"}
 
 type pages struct {
@@ -32,6 +32,15 @@ var funcs = template.FuncMap{
 	// orgRevokeForm is the same for the admin's tokens page.
 	"orgRevokeForm": func(csrf string, t relay.MyToken, label string) revokeForm {
 		return revokeForm{CSRF: csrf, T: t, Label: label, Action: Prefix + "/admin/tokens"}
+	},
+	// turnList is what the "turns" template needs: a conversation's turns,
+	// the viewer (whose words read "You") and the questions still waiting.
+	"turnList": func(turns []relay.Turn, me string, waiting []int64) turnList {
+		l := turnList{Turns: turns, Me: me, Waiting: map[int64]bool{}}
+		for _, id := range waiting {
+			l.Waiting[id] = true
+		}
+		return l
 	},
 	// when shows a time in UTC, to the minute.
 	"when": func(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") },
@@ -51,6 +60,12 @@ var funcs = template.FuncMap{
 	},
 }
 
+type turnList struct {
+	Turns   []relay.Turn
+	Me      string
+	Waiting map[int64]bool
+}
+
 func newPages() *pages {
 	p := &pages{t: map[string]*template.Template{}}
 	for _, name := range pageNames {
@@ -66,7 +81,7 @@ type base struct {
 	Nonce  string
 	CSRF   string
 	Me     *relay.WebMe
-	Nav    string // the current section: inbox, asked, people, tokens, admin
+	Nav    string // the current section: inbox, asked, search, people, tokens, admin
 	Sub    string // the admin console's current page: people, tokens, audit, password
 	Alert  string // an error, shown with role=alert
 	Status string // a confirmation, shown with role=status
@@ -81,12 +96,13 @@ func (b *base) setSession(s *session) {
 
 // statusText are the confirmations a redirect after a post may ask for by key.
 var statusText = map[string]string{
-	"saved":   "Draft saved. It is not sent: press Send when it is ready.",
-	"sent":    "Answer sent.",
-	"asked":   "Question sent. Its answer shows here when it comes.",
-	"notes":   "Your notes are saved.",
-	"out":     "You are signed out.",
-	"revoked": "Revoked: it no longer works anywhere.",
+	"saved":    "Draft saved. It is not sent: press Send when it is ready.",
+	"sent":     "Answer sent.",
+	"asked":    "Question sent. Its answer shows here when it comes.",
+	"followup": "Question sent: it waits in their inbox, and the answer shows here when it comes.",
+	"notes":    "Your notes are saved.",
+	"out":      "You are signed out.",
+	"revoked":  "Revoked: it no longer works anywhere.",
 	// the admin console's
 	"admin":       "You are an admin of this organization now: these pages are yours whenever you are signed in.",
 	"deactivated": "Deactivated: their sessions and tokens stopped working, and they cannot sign in.",

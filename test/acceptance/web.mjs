@@ -27,6 +27,11 @@
 //      once on the become-admin page; then he registers a person, reads the password the result
 //      page shows once, opens the person's admin page, the organization's tokens and the audit
 //      log, and signs out; the new person signs in with that password and reaches the inbox
+//   9. conversations (desktop, phone, phone-dark): john answers with "let everyone find it" ticked;
+//      sara, a third person, finds it with the search box and opens the conversation (no form for
+//      her) and asks by topic on Asked (the page says ctalk chose john, and why); umar opens the
+//      conversation from Asked and asks a follow-up, which reaches john's check_inbox in the
+//      same conversation; john's inbox marks it and its question page shows the earlier turns
 // Every page: no console error or page error (a CSP violation is one), and axe-core reports no
 // serious or critical violation. Passwords and tokens are never printed (and masked in screenshots).
 import { createHash, randomBytes } from "node:crypto";
@@ -371,11 +376,111 @@ async function adminVisit(browser, view) {
   await context.close();
 }
 
+// ---- conversations, shared answers and search (issue 14): umar asks john through MCP; john
+// answers on the question page with "let everyone find it" ticked; sara, a third person, finds it
+// with the search box by another form of a word and opens the conversation (its shared turns, no
+// form); umar opens it from his Asked page and asks a follow-up there, which reaches john's
+// check_inbox in the same conversation; john's inbox marks it a follow-up and its question page
+// shows the earlier turns.
+const animals = { desktop: "quokka", phone: "narwhal", "phone-dark": "axolotl" };
+async function conversation(browser, client, umar, view) {
+  const { context, page, problems } = await watchedPage(browser, view);
+  const check = async (name) => {
+    if (problems.length) fail(`${view.name} ${name}: ${problems.join("; ")}`);
+    const minor = await axe(page, `${view.name} ${name}`);
+    if (shots) await page.screenshot({ path: join(shots, `${view.name}-${name}.png`), fullPage: true });
+    log(`${view.name} ${name}: no console error, axe: no serious or critical violation (${minor} minor)`);
+  };
+  const signIn = async (user) => {
+    await page.goto(`${base}/app/signin`);
+    await page.fill("#org_id", org);
+    await page.fill("#user_id", user);
+    await page.fill("#password", userPassword);
+    const ok = await Promise.all([page.waitForURL(`${base}/app`, { timeout: 15000 }).then(() => true, () => false), page.click("button[type=submit]")]);
+    if (!ok[0]) fail(`${view.name}: ${user} did not reach the inbox: ${await page.locator('[role="alert"]').textContent().catch(() => page.url())}`);
+  };
+  const signOut = () => Promise.all([page.waitForURL(`${base}/app/signin?ok=out`), page.click(".signout button")]);
+
+  const animal = animals[view.name];
+  const question = `<script>alert(4)</script> How do the ${animal} retries work?`;
+  const { message_id: id } = await callOK(client, "ask_person", { auth_token: umar, to_user_id: "john", question });
+
+  // john answers, shared
+  await signIn("john");
+  await page.goto(`${base}/app/q/${id}`);
+  if (await page.isChecked("#share")) fail(`${view.name}: the share box is ticked before john chose`);
+  const answer = `The ${animal} job makes one retry per minute, three at most (${view.name}).`;
+  await page.fill("#answer", answer);
+  await page.check("#share");
+  await check("question-share");
+  await Promise.all([page.waitForURL(`${base}/app/q/${id}?ok=sent`), page.click('button[value="send"]')]);
+  const sent = await page.textContent('[role="status"]');
+  if (!sent?.includes("shared: everyone in Web Acceptance can find")) fail(`${view.name}: the confirmation says ${JSON.stringify(sent)}, want it shared`);
+  await check("question-shared");
+  await signOut();
+
+  // sara finds it with the search box and opens the conversation
+  await signIn("sara");
+  await Promise.all([page.waitForURL(`${base}/app/search`), page.click('nav a[href="/app/search"]')]);
+  await page.fill("#q", `${animal} retry`);
+  await Promise.all([page.waitForURL((u) => u.pathname === "/app/search" && u.searchParams.get("q") === `${animal} retry`), page.click("form[role=search] button")]);
+  const result = page.locator("li.card", { hasText: answer });
+  if ((await result.count()) !== 1) fail(`${view.name}: sara's search for "${animal} retry" does not find the shared answer`);
+  if ((await result.locator("p.text").first().textContent()) !== question) fail(`${view.name}: the search result does not show the question as text`);
+  if (!(await result.textContent()).includes("Shared")) fail(`${view.name}: the search result is not marked shared`);
+  await check("search");
+  await Promise.all([page.waitForURL(`${base}/app/thread/${id}`), result.locator("a.open").click()]);
+  if ((await page.locator("li.turn").count()) !== 2) fail(`${view.name}: sara's view of the conversation does not show its question and answer`);
+  if ((await page.locator("#question").count()) !== 0) fail(`${view.name}: sara is offered a follow-up form in someone else's conversation`);
+  await check("thread-shared");
+
+  // sara asks by topic: the Asked page says whom ctalk chose and why, and live updates keep it
+  await Promise.all([page.waitForURL(`${base}/app/asked`), page.click('nav a[href="/app/asked"]')]);
+  await page.fill("#topic", "alpha-repo");
+  await page.fill("#question", `Who reviews the ${animal} changes (${view.name})?`);
+  const caughtUp = page.waitForResponse((r) => r.url() === `${base}/app/asked` && r.request().resourceType() === "fetch", { timeout: 5000 }).catch(() => null);
+  await Promise.all([page.waitForResponse((r) => r.request().method() === "POST" && r.url() === `${base}/app/asked`), page.click("form.card button[type=submit]")]);
+  await caughtUp;
+  const chosen = await page.locator("#chosen").textContent({ timeout: 5000 }).catch(() => null);
+  if (!chosen?.includes("Question sent to John (john), chosen because: owns")) fail(`${view.name}: asking by topic said ${JSON.stringify(chosen)}, want John and why`);
+  await check("asked-topic");
+  await signOut();
+
+  // umar opens it from Asked and asks a follow-up
+  await signIn("umar");
+  await Promise.all([page.waitForURL(`${base}/app/asked`), page.click('nav a[href="/app/asked"]')]);
+  await Promise.all([page.waitForURL(`${base}/app/thread/${id}`), page.click(`a[href="/app/thread/${id}"]`)]);
+  const turns = await page.locator("li.turn p.text").allTextContents();
+  if (turns.length !== 2 || turns[0] !== question || turns[1] !== answer) fail(`${view.name}: umar's conversation shows ${JSON.stringify(turns)}`);
+  await check("thread");
+  const follow = `And does the ${animal} job keep an idempotency key (${view.name})?`;
+  await page.fill("#question", follow);
+  await Promise.all([page.waitForURL((u) => u.pathname.startsWith("/app/thread/") && u.search === "?ok=followup"), page.click("form.card button[type=submit]")]);
+  if ((await page.locator("li.turn").count()) !== 3) fail(`${view.name}: the conversation does not show the follow-up as its third turn`);
+  await check("thread-followup");
+  const inbox = await callOK(client, "login", { org_id: org, user_id: "john", password: userPassword })
+    .then(({ auth_token }) => callOK(client, "check_inbox", { auth_token }));
+  const item = inbox.questions.find((q) => q.question === follow);
+  if (!item || item.thread_id !== id) fail(`${view.name}: john's check_inbox has the follow-up as ${JSON.stringify(item)}, want it in conversation ${id}`);
+  log(`${view.name}: a follow-up asked on the conversation page reaches john's check_inbox in conversation ${id}`);
+  await signOut();
+
+  // john's inbox marks it; its question page shows the earlier turns
+  await signIn("john");
+  const card = page.locator("li.card", { hasText: follow });
+  if (!(await card.textContent()).includes(`follow-up in conversation ${id}`)) fail(`${view.name}: john's inbox does not mark the follow-up`);
+  await Promise.all([page.waitForURL(`${base}/app/q/${item.message_id}`), card.locator("a.open").click()]);
+  const earlier = await page.locator("li.turn p.text").allTextContents();
+  if (earlier.length !== 2 || earlier[0] !== question) fail(`${view.name}: the follow-up's page shows earlier turns ${JSON.stringify(earlier)}`);
+  await check("question-followup");
+  await context.close();
+}
+
 let code = 0;
 try {
   const client = await mcp();
   await callOK(client, "register_organization", { org_id: org, name: "Web Acceptance", admin_password: adminPassword });
-  for (const [user_id, name, ownership] of [["umar", "Umar", "platform tooling"], ["john", "John", "alpha-repo"]]) {
+  for (const [user_id, name, ownership] of [["umar", "Umar", "platform tooling"], ["john", "John", "alpha-repo"], ["sara", "Sara", "docs"]]) {
     await callOK(client, "register_user", { org_id: org, admin_password: adminPassword, user_id, name, password: userPassword, ownership });
   }
   const umar = (await callOK(client, "login", { org_id: org, user_id: "umar", password: userPassword })).auth_token;
@@ -398,12 +503,13 @@ try {
       await tokensVisit(browser, client, view);
       if (view.name !== "phone-dark") await live(browser, client, umar, view);
       await adminVisit(browser, view);
+      await conversation(browser, client, umar, view);
     }
   } finally {
     await browser.close();
   }
   await client.close();
-  console.log(JSON.stringify({ org, pages: "signin inbox question asked people person not-found tokens admin-become admin admin-registered admin-person admin-tokens admin-audit", viewports: ["desktop", "phone", "phone-dark"], screenshots: shots || null }));
+  console.log(JSON.stringify({ org, pages: "signin inbox question asked people person not-found tokens admin-become admin admin-registered admin-person admin-tokens admin-audit question-share question-shared search thread-shared asked-topic thread thread-followup question-followup", viewports: ["desktop", "phone", "phone-dark"], screenshots: shots || null }));
 } catch (e) {
   console.error(`FAIL: ${e instanceof StepError ? e.message : `${e?.constructor?.name}: ${e?.message ?? e}`}`);
   code = 1;
