@@ -153,6 +153,8 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 			return int64(19990)
 		}
 		return int64(0)
+	case "draftshare":
+		return false
 	case "userprefix", "userprefixend":
 		return "user:o0001/"
 	case "threadid":
