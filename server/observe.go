@@ -115,14 +115,14 @@ func MetricsHandler(m *metrics.Metrics) http.Handler {
 
 // ServeMetrics serves MetricsHandler(m) on its own listener at addr until
 // ctx is done; an empty addr serves nothing. It returns once the port is
-// open, or the reason it could not be opened.
-func ServeMetrics(ctx context.Context, addr string, m *metrics.Metrics, log *slog.Logger) error {
+// open, with its address, or the reason it could not be opened.
+func ServeMetrics(ctx context.Context, addr string, m *metrics.Metrics, log *slog.Logger) (net.Addr, error) {
 	if addr == "" {
-		return nil
+		return nil, nil
 	}
 	ln, err := Listen(addr, "CTALK_METRICS_ADDR")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	log.Info("metrics serving", "url", "http://"+ln.Addr().String()+"/metrics")
 	go func() {
@@ -130,7 +130,7 @@ func ServeMetrics(ctx context.Context, addr string, m *metrics.Metrics, log *slo
 			log.Error("metrics listener stopped", "err", err)
 		}
 	}()
-	return nil
+	return ln.Addr(), nil
 }
 
 // bearerOnly lets through requests that carry Authorization: Bearer token,

@@ -51,7 +51,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
 		MaxConcurrentRequests: cfg.MaxConcurrentRequests, MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight,
 		MaxSessions: cfg.MaxSessions, Metrics: m, MetricsToken: cfg.Obs.MetricsToken,
 	})
-	if err := server.ServeMetrics(ctx, cfg.Obs.MetricsAddr, m, logger); err != nil {
+	if _, err := server.ServeMetrics(ctx, cfg.Obs.MetricsAddr, m, logger); err != nil {
 		return err
 	}
 	if cfg.ProxyPreset != "" {
