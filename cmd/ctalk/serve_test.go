@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,6 +107,68 @@ func TestServe(t *testing.T) {
 			t.Errorf("GET /health after serve returned: err = nil, want connection refused")
 		}
 	})
+}
+
+// TestServeMetricsAndJSONLog: with CTALK_METRICS_ADDR, CTALK_METRICS_TOKEN
+// and CTALK_LOG_FORMAT=json, ctalk serve writes JSON lines and serves the
+// metrics on their own listener and, behind the token, on the main port.
+func TestServeMetricsAndJSONLog(t *testing.T) {
+	t.Parallel()
+	const token = "serve-test-metrics-token-4f1b"
+	port, metricsPort := testkit.FreePort(t), testkit.FreePort(t)
+	e := backendEnv(dbtest.NewConfig(t, "sqlite"))
+	e["PORT"], e["CTALK_METRICS_ADDR"] = strconv.Itoa(port), "127.0.0.1:"+strconv.Itoa(metricsPort)
+	e["CTALK_METRICS_TOKEN"], e["CTALK_LOG_FORMAT"] = token, "json"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr testkit.SyncBuffer
+	exited := make(chan int, 1)
+	go func() { exited <- run(ctx, []string{"serve"}, e.getenv, strings.NewReader(""), &stdout, &stderr) }()
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	waitHealthy(t, base, exited)
+
+	get := func(url, bearer string) (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	wantInfo := `ctalk_build_info{goversion="` + runtime.Version() + `",version="` + version + `"} 1`
+	for _, tc := range []struct {
+		url, bearer string
+		want        int
+	}{
+		{"http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics", "", http.StatusOK},
+		{base + "/metrics", token, http.StatusOK},
+		{base + "/metrics", "", http.StatusUnauthorized},
+	} {
+		code, body := get(tc.url, tc.bearer)
+		if code != tc.want || (code == http.StatusOK) != strings.Contains(body, wantInfo) {
+			t.Errorf("GET %s (token %v) = %d, want %d and %q only with 200:\n%.300s", tc.url, tc.bearer != "", code, tc.want, wantInfo, body)
+		}
+	}
+	cancel()
+	<-exited
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	for _, line := range lines {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("log line is not JSON (%v): %s", err, line)
+		}
+		if strings.Contains(line, token) {
+			t.Errorf("log line holds the metrics token: %s", line)
+		}
+	}
+	if !strings.Contains(stderr.String(), `"msg":"ctalk stopped"`) || len(lines) < 5 {
+		t.Errorf("log = %s, want the serving, request and stop lines as JSON", stderr.String())
+	}
 }
 
 // migrations are the embedded migration files, oldest first.
