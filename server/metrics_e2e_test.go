@@ -270,8 +270,8 @@ func TestMetricsEndpointAuth(t *testing.T) {
 // holds a password, a token or message text.
 func TestJSONLogs(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, store db.Store) {
-		o := serveObserved(t, store, server.Config{MetricsToken: metricsToken})
+	dbtest.ForEachConfig(t, func(t *testing.T, cfg db.Config) {
+		o := serveObserved(t, dbtest.Open(t, cfg), server.Config{MetricsToken: metricsToken})
 		cs := connectTo(t, o.url+"/mcp", "", "")
 		secrets, texts := walkthrough(t, cs)
 		callErr(t, cs, "login", args{"org_id": "ai-company", "user_id": "umar", "password": "wrong-password-123"})
@@ -316,6 +316,35 @@ func TestJSONLogs(t *testing.T) {
 		}
 		if requests < 20 {
 			t.Errorf("log has %d request lines, want one per request (at least 20):\n%s", requests, o.logs.String())
+		}
+
+		// A tool's unexpected failure is logged with the id of the request it failed in.
+		broken, err := db.Open(t.Context(), cfg)
+		if err != nil {
+			t.Fatalf("db.Open: %v", err)
+		}
+		broken.Close()
+		b := serveObserved(t, broken, server.Config{})
+		callErr(t, connectTo(t, b.url+"/mcp", "", ""), "ask_person", args{"auth_token": secrets[2], "to_user_id": "john", "question": seedQuestion})
+		failed, requestIDs := "", map[string]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(b.logs.String()), "\n") {
+			var rec struct {
+				Msg       string `json:"msg"`
+				Path      string `json:"path"`
+				RequestID string `json:"request_id"`
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("log line is not JSON (%v): %.200s", err, line)
+			}
+			switch {
+			case rec.Msg == "request" && rec.Path == "/mcp":
+				requestIDs[rec.RequestID] = true
+			case strings.Contains(line, `"tool":"ask_person"`):
+				failed = rec.RequestID
+			}
+		}
+		if failed == "" || !requestIDs[failed] {
+			t.Errorf("ask_person's failure line has request_id %q, want one of the /mcp request lines' %v:\n%s", failed, requestIDs, b.logs.String())
 		}
 	})
 }
