@@ -57,17 +57,7 @@ func waitHealthy(t *testing.T, base string, exited <-chan int) {
 func TestServe(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachConfig(t, func(t *testing.T, cfg db.Config) {
-		port := testkit.FreePort(t)
-		e := backendEnv(cfg)
-		e["PORT"] = strconv.Itoa(port)
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		var stdout, stderr testkit.SyncBuffer
-		exited := make(chan int, 1)
-		go func() { exited <- run(ctx, []string{"serve"}, e.getenv, strings.NewReader(""), &stdout, &stderr) }()
-
-		base := "http://127.0.0.1:" + strconv.Itoa(port)
-		waitHealthy(t, base, exited)
+		base, stderr, stop := serveInProcess(t, backendEnv(cfg))
 		resp, err := http.Get(base + "/")
 		if err != nil {
 			t.Fatalf("GET /: %v", err)
@@ -79,14 +69,8 @@ func TestServe(t *testing.T) {
 			t.Errorf("GET / = %v (%v), want mcp_endpoint %s/mcp and version %s", index, err, base, version)
 		}
 
-		cancel()
-		select {
-		case code := <-exited:
-			if code != 0 {
-				t.Errorf("ctalk serve after cancel = exit %d, want 0; stderr:\n%s", code, stderr.String())
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatalf("ctalk serve did not return within 15s of cancel")
+		if code := stop(); code != 0 {
+			t.Errorf("ctalk serve after cancel = exit %d, want 0; stderr:\n%s", code, stderr.String())
 		}
 		if !strings.Contains(stderr.String(), "ctalk stopped") {
 			t.Errorf("ctalk serve log lacks the clean-stop line:\n%s", stderr.String())
@@ -115,17 +99,10 @@ func TestServe(t *testing.T) {
 func TestServeMetricsAndJSONLog(t *testing.T) {
 	t.Parallel()
 	const token = "serve-test-metrics-token-4f1b"
-	port, metricsPort := testkit.FreePort(t), testkit.FreePort(t)
+	metricsPort := testkit.FreePort(t)
 	e := backendEnv(dbtest.NewConfig(t, "sqlite"))
-	e["PORT"], e["CTALK_METRICS_ADDR"] = strconv.Itoa(port), "127.0.0.1:"+strconv.Itoa(metricsPort)
-	e["CTALK_METRICS_TOKEN"], e["CTALK_LOG_FORMAT"] = token, "json"
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr testkit.SyncBuffer
-	exited := make(chan int, 1)
-	go func() { exited <- run(ctx, []string{"serve"}, e.getenv, strings.NewReader(""), &stdout, &stderr) }()
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	waitHealthy(t, base, exited)
+	e["CTALK_METRICS_ADDR"], e["CTALK_METRICS_TOKEN"], e["CTALK_LOG_FORMAT"] = "127.0.0.1:"+strconv.Itoa(metricsPort), token, "json"
+	base, stderr, stop := serveInProcess(t, e)
 
 	get := func(url, bearer string) (int, string) {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
@@ -154,8 +131,7 @@ func TestServeMetricsAndJSONLog(t *testing.T) {
 			t.Errorf("GET %s (token %v) = %d, want %d and %q only with 200:\n%.300s", tc.url, tc.bearer != "", code, tc.want, wantInfo, body)
 		}
 	}
-	cancel()
-	<-exited
+	stop()
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 	for _, line := range lines {
 		var rec map[string]any

@@ -140,27 +140,20 @@ func New(version string) *Metrics {
 			return float64(open)
 		}
 	}
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
 	m.reg.MustRegister(m.toolCalls, m.toolSeconds, m.wakeSeconds, m.hashWait, m.locks, m.refused, build,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "ctalk_waits_open",
-			Help: "Long waits held open now: wait_for_messages calls and the web app's live streams.",
-		}, read(&m.openWaits)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "ctalk_password_hash_queue_depth",
-			Help: "Password hashes and checks waiting now for a hashing slot.",
-		}, read(&m.hashQueue)),
+		gauge("ctalk_waits_open", "Long waits held open now: wait_for_messages calls and the web app's live streams.",
+			read(&m.openWaits)),
+		gauge("ctalk_password_hash_queue_depth", "Password hashes and checks waiting now for a hashing slot.",
+			read(&m.hashQueue)),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "ctalk_password_hashes_total",
 			Help: "argon2id computations run (hashes and checks).",
 		}, read(&m.hashes)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "ctalk_db_connections_open",
-			Help: "Database connections the store's pool holds now.",
-		}, poolPart(false)),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "ctalk_db_connections_in_use",
-			Help: "Database connections in use now (the rest are idle in the pool).",
-		}, poolPart(true)),
+		gauge("ctalk_db_connections_open", "Database connections the store's pool holds now.", poolPart(false)),
+		gauge("ctalk_db_connections_in_use", "Database connections in use now (the rest are idle in the pool).", poolPart(true)),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
