@@ -72,3 +72,12 @@ func TestNilRecordsNothing(t *testing.T) {
 	m.WatchRelay(nil, nil, nil)
 	m.WatchStore(nil)
 }
+
+// BenchmarkToolCall is what every tool call pays to be counted.
+func BenchmarkToolCall(b *testing.B) {
+	m := New("bench")
+	m.DeclareTools("ask_person")
+	for b.Loop() {
+		m.ToolCall("ask_person", OK, 3*time.Millisecond)
+	}
+}
