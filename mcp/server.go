@@ -45,11 +45,11 @@ type Options struct {
 	MaxWaits, MaxWaitsPerUser int
 	// Relay, when set, is the rules to use (shared with the other faces, so
 	// they share one password queue and throttle); TokenTTL,
-	// HashConcurrency, Now, Draining, the wait caps and Metrics are then
-	// its own.
+	// HashConcurrency, Now, Draining and the wait caps are then its own,
+	// and so are the rules' metrics.
 	Relay *relay.Service
 	// Metrics, when set, counts every tool call by tool and outcome, with
-	// its duration (and, without Relay, the rules' series too).
+	// its duration; without Relay, the rules made here record theirs too.
 	Metrics *metrics.Metrics
 }
 
