@@ -169,6 +169,7 @@ func TestMetricsCountToolCalls(t *testing.T) {
 			`ctalk_tool_calls_total{outcome="ok",tool="check_inbox"}`:            0, // declared before any call
 			`ctalk_waits_open`:                                                              0,
 			`ctalk_wait_wakeup_seconds_count`:                                               1,
+			`ctalk_wait_delivery_seconds_count`:                                             1,
 			`ctalk_throttle_locks_total{kind="account"}`:                                    1,
 			`ctalk_throttle_locks_total{kind="address"}`:                                    0,
 			`ctalk_throttle_locks_total{kind="admin_password"}`:                             0,

@@ -67,6 +67,7 @@ type Metrics struct {
 	toolCalls   *prometheus.CounterVec
 	toolSeconds *prometheus.HistogramVec
 	wakeSeconds prometheus.Histogram
+	delivery    prometheus.Histogram
 	hashWait    prometheus.Histogram
 	locks       *prometheus.CounterVec
 	refused     *prometheus.CounterVec
@@ -92,6 +93,12 @@ func New(version string) *Metrics {
 		Name: "ctalk_wait_wakeup_seconds",
 		Help: "Time from a wait's wake-up signal (an event committed for its user) to its response " +
 			"being ready with the new events; spurious wake-ups are not counted.",
+		Buckets: latencyBuckets,
+	})
+	m.delivery = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "ctalk_wait_delivery_seconds",
+		Help: "Time from an event's timestamp (taken by the asking or answering call just before its " +
+			"transaction) to a woken wait returning it; across replicas, their clocks' skew is in it too.",
 		Buckets: latencyBuckets,
 	})
 	m.hashWait = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -143,7 +150,7 @@ func New(version string) *Metrics {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
-	m.reg.MustRegister(m.toolCalls, m.toolSeconds, m.wakeSeconds, m.hashWait, m.locks, m.refused, build,
+	m.reg.MustRegister(m.toolCalls, m.toolSeconds, m.wakeSeconds, m.delivery, m.hashWait, m.locks, m.refused, build,
 		gauge("ctalk_waits_open", "Long waits held open now: wait_for_messages calls and the web app's live streams.",
 			read(&m.openWaits)),
 		gauge("ctalk_password_hash_queue_depth", "Password hashes and checks waiting now for a hashing slot.",
@@ -190,6 +197,14 @@ func (m *Metrics) ToolCall(tool string, outcome Outcome, took time.Duration) {
 func (m *Metrics) WaitWoken(took time.Duration) {
 	if m != nil {
 		m.wakeSeconds.Observe(took.Seconds())
+	}
+}
+
+// EventDelivered records the age of an event a woken wait returned (a
+// negative age, from clock skew between replicas, counts as 0).
+func (m *Metrics) EventDelivered(age time.Duration) {
+	if m != nil {
+		m.delivery.Observe(max(age, 0).Seconds())
 	}
 }
 

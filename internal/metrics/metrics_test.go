@@ -66,6 +66,7 @@ func TestNilRecordsNothing(t *testing.T) {
 	m.DeclareTools("whoami")
 	m.ToolCall("whoami", OK, time.Millisecond)
 	m.WaitWoken(time.Millisecond)
+	m.EventDelivered(time.Millisecond)
 	m.HashWaited(time.Millisecond)
 	m.Locked(LockAccount)
 	m.Refused(RefusedAddress)

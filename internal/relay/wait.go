@@ -177,7 +177,11 @@ func (s *Service) Wait(ctx context.Context, cred Credentials, cursor string, tim
 		// first look and the subscription woke nobody.
 		if res, err = s.lookForEvents(ctx, cred, &c, &after, &latest); err != nil || len(res.Events) > 0 {
 			if err == nil && !woke.IsZero() {
-				s.metrics.WaitWoken(time.Since(woke))
+				now := time.Now()
+				s.metrics.WaitWoken(now.Sub(woke))
+				for _, e := range res.Events {
+					s.metrics.EventDelivered(now.Sub(e.At))
+				}
 			}
 			return res, err
 		}
