@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/internal/metrics"
 	"github.com/ctalk/ctalk/internal/relay"
 )
 
@@ -25,21 +26,28 @@ type argError struct{ msg string }
 func (e *argError) Error() string { return e.msg }
 
 // publicError turns an error from a tool into the text the model sees, logging
-// unexpected errors once. Only the rules' expected failures (built from
-// validated, secret-free parts) pass through; every kind is an error result.
-func publicError(ctx context.Context, log *slog.Logger, tool string, err error) string {
+// unexpected errors once, and says which outcome the metrics count. Only the
+// rules' expected failures (built from validated, secret-free parts) pass
+// through; every kind is an error result. A call the client cancelled is
+// the client's doing; one that ran out of time, or found the database
+// down, is ctalk's.
+func publicError(ctx context.Context, log *slog.Logger, tool string, err error) (string, metrics.Outcome) {
 	var re *relay.Error
 	switch {
 	case errors.As(err, &re):
-		return re.Error()
+		return re.Error(), metrics.UserError
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "the call was cancelled or timed out before it completed; try again"
+		outcome := metrics.UserError
+		if errors.Is(err, context.DeadlineExceeded) {
+			outcome = metrics.InternalError
+		}
+		return "the call was cancelled or timed out before it completed; try again", outcome
 	case errors.Is(err, db.ErrUnavailable):
 		log.WarnContext(ctx, "database unavailable", "tool", tool, "err", err)
-		return errUnavailable.Error()
+		return errUnavailable.Error(), metrics.InternalError
 	}
 	log.ErrorContext(ctx, "tool failed", "tool", tool, "err", err)
-	return errInternal.Error()
+	return errInternal.Error(), metrics.InternalError
 }
 
 // argumentError explains undecodable arguments without echoing their values.

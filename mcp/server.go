@@ -14,6 +14,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/internal/metrics"
 	"github.com/ctalk/ctalk/internal/relay"
 )
 
@@ -44,8 +45,12 @@ type Options struct {
 	MaxWaits, MaxWaitsPerUser int
 	// Relay, when set, is the rules to use (shared with the other faces, so
 	// they share one password queue and throttle); TokenTTL,
-	// HashConcurrency, Now, Draining and the wait caps are then its own.
+	// HashConcurrency, Now, Draining and the wait caps are then its own,
+	// and so are the rules' metrics.
 	Relay *relay.Service
+	// Metrics, when set, counts every tool call by tool and outcome, with
+	// its duration; without Relay, the rules made here record theirs too.
+	Metrics *metrics.Metrics
 }
 
 // DefaultTokenTTL is how long a login token lasts unless configured.
@@ -64,18 +69,20 @@ func NewServer(store db.Store, opts Options) *mcpserver.MCPServer {
 	)
 	for _, tl := range t.all() {
 		s.AddTool(tl.Tool, tl.handler)
+		opts.Metrics.DeclareTools(tl.Name)
 	}
 	return s
 }
 
-// tools holds what every tool handler needs: the rules and a logger.
+// tools holds what every tool handler needs: the rules, a logger and the metrics.
 type tools struct {
-	relay *relay.Service
-	log   *slog.Logger
+	relay   *relay.Service
+	log     *slog.Logger
+	metrics *metrics.Metrics // nil: none
 }
 
 func newTools(store db.Store, opts Options) *tools {
-	t := &tools{log: opts.Logger}
+	t := &tools{log: opts.Logger, metrics: opts.Metrics}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
@@ -83,7 +90,7 @@ func newTools(store db.Store, opts Options) *tools {
 	if t.relay == nil {
 		t.relay = relay.New(store, relay.Options{
 			TokenTTL: opts.TokenTTL, HashConcurrency: opts.HashConcurrency, Now: opts.Now, Draining: opts.Draining,
-			MaxWaits: opts.MaxWaits, MaxWaitsPerUser: opts.MaxWaitsPerUser,
+			MaxWaits: opts.MaxWaits, MaxWaitsPerUser: opts.MaxWaitsPerUser, Metrics: opts.Metrics,
 		})
 	}
 	return t

@@ -7,10 +7,12 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/ctalk/ctalk/internal/metrics"
 	"github.com/ctalk/ctalk/internal/relay"
 )
 
@@ -33,21 +35,31 @@ func declare[A, R any](t *tools, name string, fn func(context.Context, A) (R, er
 // the handler, and turns its result or error into a tool result. Expected
 // failures come back as isError results the model can act on; anything else
 // is logged once (never with arguments) and shown as an internal error.
+// Every call, whatever its end, is counted once in the metrics, by tool and
+// outcome, with its duration.
 func handle[A, R any](t *tools, name string, fn func(context.Context, A) (R, error)) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcpgo.CallToolRequest) (res *mcpgo.CallToolResult, _ error) {
+		start, outcome := time.Now(), metrics.OK
 		defer func() {
 			if p := recover(); p != nil {
 				t.log.ErrorContext(ctx, "tool panicked", "tool", name, "panic", fmt.Sprint(p), "stack", callers())
-				res = mcpgo.NewToolResultError(errInternal.Error())
+				res, outcome = mcpgo.NewToolResultError(errInternal.Error()), metrics.InternalError
 			}
+			t.metrics.ToolCall(name, outcome, time.Since(start))
 		}()
+		fail := func(err error) (*mcpgo.CallToolResult, error) {
+			var msg string
+			msg, outcome = publicError(ctx, t.log, name, err)
+			return mcpgo.NewToolResultError(msg), nil
+		}
 		var args A
 		if err := req.BindArguments(&args); err != nil {
+			outcome = metrics.UserError
 			return mcpgo.NewToolResultError(argumentError(err)), nil
 		}
 		out, err := fn(withCall(ctx, req), args)
 		if err != nil {
-			return mcpgo.NewToolResultError(publicError(ctx, t.log, name, err)), nil
+			return fail(err)
 		}
 		if r, ok := any(out).(*mcpgo.CallToolResult); ok {
 			return r, nil // a result the tool built itself, such as an input request
@@ -56,7 +68,7 @@ func handle[A, R any](t *tools, name string, fn func(context.Context, A) (R, err
 		// the same bytes go out (compacted) as structuredContent.
 		text, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {
-			return mcpgo.NewToolResultError(publicError(ctx, t.log, name, err)), nil
+			return fail(err)
 		}
 		res = mcpgo.NewToolResultStructured(out, string(text))
 		res.RawStructuredContent = text

@@ -37,6 +37,8 @@ import (
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
+	"github.com/ctalk/ctalk/internal/metrics"
+	"github.com/ctalk/ctalk/internal/relay"
 	"github.com/ctalk/ctalk/mcp"
 	"github.com/ctalk/ctalk/server"
 )
@@ -156,6 +158,17 @@ func (d *capDB) fillMessages(tb testing.TB, total int) {
 // relay serves ctalk over the store until the test ends and returns its /mcp URL.
 func (d *capDB) relay(tb testing.TB) string {
 	ts := httptest.NewServer(server.Handler(server.Config{Store: d.store, MCP: mcp.NewServer(d.store, mcp.Options{})}))
+	tb.Cleanup(ts.Close)
+	return ts.URL + "/mcp"
+}
+
+// relayWithMetrics is relay with metrics recorded, as ctalk serve wires
+// them: one Metrics for the rules, the tools and the HTTP front.
+func (d *capDB) relayWithMetrics(tb testing.TB) string {
+	m := metrics.New("bench")
+	rules := relay.New(d.store, relay.Options{Metrics: m})
+	ts := httptest.NewServer(server.Handler(server.Config{Store: d.store, Relay: rules, Metrics: m,
+		MCP: mcp.NewServer(nil, mcp.Options{Relay: rules, Metrics: m})}))
 	tb.Cleanup(ts.Close)
 	return ts.URL + "/mcp"
 }
@@ -485,7 +498,8 @@ func BenchmarkCheckInboxHTTP(b *testing.B) {
 //
 // CTALK_CAPACITY_ROUNDS (default 5), CTALK_CAPACITY_ROUND (default 3s) and
 // CTALK_CAPACITY_MESSAGES (default 1000000) tune it; CTALK_CAPACITY_ONLY=ask
-// or inbox runs one of the two measurements.
+// or inbox runs one of the two measurements, and =metrics (run only when
+// named) compares ask_person through /mcp with metrics on and off.
 func TestCapacity(t *testing.T) {
 	if os.Getenv("CTALK_CAPACITY") == "" {
 		t.Skip("a measurement of several minutes, not a check: set CTALK_CAPACITY=1 to run it (see BENCHMARKS.md)")
@@ -501,6 +515,9 @@ func TestCapacity(t *testing.T) {
 			}
 			if only == "" || only == "inbox" {
 				capacityInbox(t, backend, rounds, round, total)
+			}
+			if only == "metrics" {
+				capacityMetrics(t, backend, rounds, round)
 			}
 		})
 	}
@@ -581,6 +598,41 @@ func capacityAsk(t *testing.T, backend string, rounds int, round time.Duration) 
 		"ratio of medians %.2f, median of round ratios %.2f (target >= %.2f)",
 		backend, workers, bm, ms(percentile(base.all(), 0.99)), median(base.each(cpu)),
 		mm, ms(percentile(viaMCP.all(), 0.99)), median(viaMCP.each(cpu)), mm/bm, median(ratios), askTarget[backend])
+}
+
+// capacityMetrics compares ask_person through /mcp with and without the
+// metrics recorded, on the same database and the same team.
+func capacityMetrics(t *testing.T, backend string, rounds int, round time.Duration) {
+	const workers = 16
+	d := newCapDB(t, backend)
+	tokens := d.seedCapTeam(t, workers)
+	sides := map[bool]*side{}
+	for _, on := range []bool{false, true} {
+		url, name := d.relay(t), "metrics off"
+		if on {
+			url, name = d.relayWithMetrics(t), "metrics on"
+		}
+		var sessions []*rpcSession
+		for w := range workers {
+			sessions = append(sessions, newRPCSession(t, url, tokens[w]))
+		}
+		sides[on] = &side{name: name, fn: func(ctx context.Context, w, i int) error {
+			return sessions[w].call(ctx, "ask_person", map[string]any{"to_user_id": capUser((w + 1) % workers),
+				"question": "How does the payment service retry? #" + strconv.Itoa(i)})
+		}}
+	}
+	off, on := sides[false], sides[true]
+	alternate(t, workers, rounds, round, off, on)
+	perSecond := func(r loadResult) float64 { return r.perSecond() }
+	cpu := func(r loadResult) float64 { return float64(r.cpuPerCall().Microseconds()) }
+	var ratios []float64
+	for i := range on.rounds {
+		ratios = append(ratios, on.rounds[i].perSecond()/off.rounds[i].perSecond())
+	}
+	t.Logf("RESULT %s ask_person at concurrency %d: metrics off %.0f/s (%.0fµs CPU/call), on %.0f/s (%.0fµs CPU/call): "+
+		"ratio of medians %.3f, median of round ratios %.3f", backend, workers,
+		median(off.each(perSecond)), median(off.each(cpu)), median(on.each(perSecond)), median(on.each(cpu)),
+		median(on.each(perSecond))/median(off.each(perSecond)), median(ratios))
 }
 
 // askTarget is the ratio ask_person through /mcp should reach against the

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ctalk/ctalk/internal/metrics"
 )
 
 // Defaults of the caps that keep what an unauthenticated stranger can make
@@ -64,6 +66,8 @@ type gate struct {
 	addrs   map[string]int // requests in flight per address key
 
 	memory *memoryGuard // nil without a memory limit
+
+	metrics *metrics.Metrics // counts the refusals; nil: none
 }
 
 func newGate(cfg Config, key func(*http.Request) string) *gate {
@@ -76,6 +80,7 @@ func newGate(cfg Config, key func(*http.Request) string) *gate {
 		perAddr: min(cfg.MaxRequestsPerAddress, cfg.MaxConcurrentRequests),
 		addrs:   map[string]int{},
 		memory:  newMemoryGuard(cfg.MemoryLimit),
+		metrics: cfg.Metrics,
 	}
 }
 
@@ -98,8 +103,9 @@ func (g *gate) leave(key string) {
 	g.mu.Unlock()
 }
 
-// busy answers that the server is full and when to retry.
-func busy(w http.ResponseWriter, what string) {
+// busy answers that the server is full and when to retry, and counts why.
+func (g *gate) busy(w http.ResponseWriter, why metrics.Refusal, what string) {
+	g.metrics.Refused(why)
 	w.Header().Set("Retry-After", "1")
 	writeJSON(w, http.StatusServiceUnavailable, jsonRPCError(-32000,
 		"server is busy ("+what+"): retry in 1 s"))
@@ -111,7 +117,7 @@ func (g *gate) admit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := g.key(r)
 		if !g.enter(key) {
-			busy(w, "too many requests from your address at once")
+			g.busy(w, metrics.RefusedAddress, "too many requests from your address at once")
 			return
 		}
 		defer g.leave(key)
@@ -121,7 +127,7 @@ func (g *gate) admit(next http.Handler) http.Handler {
 			defer func() { <-g.slots }()
 			next.ServeHTTP(w, r)
 		default:
-			busy(w, "too many requests at once")
+			g.busy(w, metrics.RefusedRequests, "too many requests at once")
 		}
 	})
 }
@@ -178,7 +184,7 @@ func (g *gate) readBody(next http.Handler) http.Handler {
 			size = r.ContentLength + 1 // +1 to see the end without growing
 		}
 		if !reserve(size) {
-			busy(w, "too many request bytes at once")
+			g.busy(w, metrics.RefusedBodyBytes, "too many request bytes at once")
 			return
 		}
 		body := make([]byte, 0, size)
@@ -187,7 +193,7 @@ func (g *gate) readBody(next http.Handler) http.Handler {
 			if len(body) == cap(body) {
 				grown := min(2*int64(cap(body)), g.maxBody+1)
 				if !reserve(grown) {
-					busy(w, "too many request bytes at once")
+					g.busy(w, metrics.RefusedBodyBytes, "too many request bytes at once")
 					return
 				}
 				body = append(make([]byte, 0, grown), body...)

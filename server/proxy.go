@@ -78,6 +78,19 @@ func (p proxies) trusts(a netip.Addr) bool {
 	return false
 }
 
+// fromTrusted reports whether r came straight from a trusted proxy.
+func (p proxies) fromTrusted(r *http.Request) bool {
+	if len(p.trusted) == 0 {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	return err == nil && p.trusts(peer.WithZone("").Unmap())
+}
+
 // clientKey is the key password throttling counts a caller's failures
 // against. A connection from an untrusted peer is the client itself, and
 // whatever it says in X-Forwarded-For is ignored (it could rotate it to dodge

@@ -42,6 +42,9 @@ func (h redactHandler) Handle(ctx context.Context, r slog.Record) error {
 		}
 	}
 	out := slog.NewRecord(r.Time, level, scrub(r.Message), r.PC)
+	if id := RequestID(ctx); id != "" {
+		out.AddAttrs(slog.String("request_id", id))
+	}
 	r.Attrs(func(a slog.Attr) bool {
 		if a, ok := redactAttr(a); ok {
 			out.AddAttrs(a)

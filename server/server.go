@@ -20,6 +20,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/internal/metrics"
 	"github.com/ctalk/ctalk/internal/relay"
 	"github.com/ctalk/ctalk/mcp"
 	"github.com/ctalk/ctalk/server/oauth"
@@ -87,6 +88,13 @@ type Config struct {
 	// Client ID Metadata Documents may be fetched over plain HTTP from a
 	// private address. Tests only; empty in production.
 	ClientMetadataAllow []string
+	// Metrics, when set, counts the requests the caps refuse and reads the
+	// store's connections; MetricsToken, when set too, serves them at
+	// GET /metrics to requests with Authorization: Bearer MetricsToken
+	// (otherwise /metrics is 404 here: see MetricsHandler for a listener
+	// of their own).
+	Metrics      *metrics.Metrics
+	MetricsToken string
 }
 
 // Handler returns the HTTP handler for every route.
@@ -142,6 +150,12 @@ func handler(cfg Config) (http.Handler, *sessions) {
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", health(cfg.Store))
+	if cfg.Metrics != nil {
+		cfg.Metrics.WatchStore(cfg.Store.Connections)
+		if cfg.MetricsToken != "" {
+			mux.Handle("GET /metrics", bearerOnly(cfg.MetricsToken, MetricsHandler(cfg.Metrics)))
+		}
+	}
 	mux.HandleFunc("GET /{$}", index(cfg.Version, cfg.PublicURL))
 	tracked.mcp = streamable
 	g := newGate(cfg, fwd.clientKey)
@@ -179,7 +193,7 @@ func handler(cfg Config) (http.Handler, *sessions) {
 			}
 		}))))
 	}
-	return logRequests(cfg.Logger, mux), tracked
+	return withRequestID(fwd, logRequests(cfg.Logger, mux)), tracked
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -274,8 +288,8 @@ func (s *statusRecorder) Flush() {
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// logRequests logs one line per request: method, path, status, duration.
-// Never headers (tokens, session ids) or bodies (passwords, messages).
+// logRequests logs one line per request: method, path, status, duration
+// (and the request id, which the logger adds from the context). Never headers (tokens, session ids) or bodies (passwords, messages).
 func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()

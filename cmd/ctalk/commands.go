@@ -12,6 +12,7 @@ import (
 	"github.com/ctalk/ctalk/internal/bridge"
 	"github.com/ctalk/ctalk/internal/cli"
 	"github.com/ctalk/ctalk/internal/credentials"
+	"github.com/ctalk/ctalk/server"
 )
 
 // commands are every ctalk command, in help order.
@@ -60,7 +61,7 @@ var serveCommand = &cli.Command{
 			if err != nil {
 				return err
 			}
-			return serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Stderr, nil)))
+			return serve(ctx, cfg, server.NewLogger(io.Stderr, cfg.Obs.LogFormat))
 		})
 	},
 }

@@ -37,6 +37,7 @@ type config struct {
 	MaxSessions           int
 	// Caps on open wait_for_messages calls (0: the relay's default).
 	MaxWaits, MaxWaitsPerUser int
+	Obs                       server.Observability // metrics and the log's format
 }
 
 // envHelp documents each environment variable with its default; `ctalk
@@ -69,6 +70,11 @@ const envHelp = `Environment:
   CTALK_MAX_WAITS         open wait_for_messages calls per process (default 2000)
   CTALK_MAX_WAITS_PER_USER
                           open wait_for_messages calls per user (default 8)
+  CTALK_METRICS_ADDR      host:port of a listener serving only GET /metrics (Prometheus), e.g.
+                          127.0.0.1:9090; bind it to a private address (default: none)
+  CTALK_METRICS_TOKEN     serve GET /metrics on the main port too, to Authorization: Bearer
+                          this token (at least 16 characters; default: none, /metrics is 404)
+  CTALK_LOG_FORMAT        text or json (default text)
   CTALK_OAUTH_CLIENT_METADATA_ALLOW
                           origins whose OAuth client metadata may be fetched over http from a
                           private address (tests only; default: none)
@@ -117,7 +123,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if err := c.loadFront(getenv); err != nil {
 		return c, err
 	}
-	return c, nil
+	c.Obs, err = server.ParseObservability(getenv("CTALK_METRICS_ADDR"), getenv("CTALK_METRICS_TOKEN"), getenv("CTALK_LOG_FORMAT"))
+	return c, err
 }
 
 // hostPresets are the hosts whose own proxies ctalk trusts when

@@ -8,11 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
-	"syscall"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/internal/metrics"
 	"github.com/ctalk/ctalk/internal/relay"
 	"github.com/ctalk/ctalk/mcp"
 	"github.com/ctalk/ctalk/server"
@@ -25,9 +25,9 @@ func openStore(ctx context.Context, cfg config, logger *slog.Logger) (db.Store, 
 }
 
 // newRelay returns the rules every face of one process shares.
-func newRelay(store db.Store, cfg config, draining <-chan struct{}) *relay.Service {
+func newRelay(store db.Store, cfg config, draining <-chan struct{}, m *metrics.Metrics) *relay.Service {
 	return relay.New(store, relay.Options{TokenTTL: cfg.TokenTTL, Draining: draining,
-		MaxWaits: cfg.MaxWaits, MaxWaitsPerUser: cfg.MaxWaitsPerUser})
+		MaxWaits: cfg.MaxWaits, MaxWaitsPerUser: cfg.MaxWaitsPerUser, Metrics: m})
 }
 
 func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
@@ -37,30 +37,27 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	defer store.Close()
-	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(cfg.Port)))
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("port %d is in use: stop the other process or set PORT to a free port", cfg.Port)
-	} else if err != nil {
-		return fmt.Errorf("listen on port %d: %w", cfg.Port, err)
+	ln, err := server.Listen(net.JoinHostPort("", strconv.Itoa(cfg.Port)), "PORT")
+	if err != nil {
+		return err
 	}
-	draining := make(chan struct{})
-	rules := newRelay(store, cfg, draining)
+	draining, m := make(chan struct{}), metrics.New(version)
+	rules := newRelay(store, cfg, draining, m)
 	h := server.Handler(server.Config{
-		Store: store, MCP: mcp.NewServer(nil, mcp.Options{Version: version, Logger: logger, Relay: rules}), Relay: rules,
+		Store: store, MCP: mcp.NewServer(nil, mcp.Options{Version: version, Logger: logger, Relay: rules, Metrics: m}), Relay: rules,
 		ClientMetadataAllow: cfg.ClientMetadataAllow, Logger: logger, Version: version,
 		AllowedOrigins: cfg.AllowedOrigins, PublicURL: cfg.PublicURL,
 		TrustedProxies: cfg.TrustedProxies, ClientIPHeader: cfg.ClientIPHeader,
 		MaxConcurrentRequests: cfg.MaxConcurrentRequests, MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight,
-		MaxSessions: cfg.MaxSessions,
+		MaxSessions: cfg.MaxSessions, Metrics: m, MetricsToken: cfg.Obs.MetricsToken,
 	})
-	mcpURL := localMCPURL(ln.Addr())
-	if cfg.PublicURL != "" {
-		mcpURL = cfg.PublicURL + "/mcp"
+	if _, err := server.ServeMetrics(ctx, cfg.Obs.MetricsAddr, m, logger); err != nil {
+		return err
 	}
 	if cfg.ProxyPreset != "" {
 		logger.Info("trusting the host's proxies for client addresses (set CTALK_TRUSTED_PROXIES to change)", "preset", cfg.ProxyPreset)
 	}
-	logger.Info("ctalk serving", "mcp_url", mcpURL, "database", cfg.describeDB(), "addr", ln.Addr().String(),
+	logger.Info("ctalk serving", "mcp_url", server.MCPURL(cfg.PublicURL, ln.Addr()), "database", cfg.describeDB(), "addr", ln.Addr().String(),
 		"backend", store.Backend(), "version", version)
 	if err := server.Serve(ctx, ln, h, cfg.ShutdownTimeout, draining); err != nil {
 		return err
@@ -75,7 +72,7 @@ func stdio(ctx context.Context, cfg config, logger *slog.Logger, stdin io.Reader
 		return err
 	}
 	defer store.Close()
-	s := mcpserver.NewStdioServer(mcp.NewServer(nil, mcp.Options{Version: version, Logger: logger, Relay: newRelay(store, cfg, nil)}))
+	s := mcpserver.NewStdioServer(mcp.NewServer(nil, mcp.Options{Version: version, Logger: logger, Relay: newRelay(store, cfg, nil, nil)}))
 	if err := s.Listen(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -115,13 +112,4 @@ func migrate(ctx context.Context, cfg config, step string, stdout io.Writer) err
 		fmt.Fprintf(stdout, "rolled back %s\n", res.Source.Path)
 	}
 	return nil
-}
-
-// localMCPURL is the MCP URL to add on this machine.
-func localMCPURL(addr net.Addr) string {
-	port := 0
-	if a, ok := addr.(*net.TCPAddr); ok {
-		port = a.Port
-	}
-	return "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
 }

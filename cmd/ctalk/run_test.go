@@ -109,6 +109,10 @@ func TestBadConfig(t *testing.T) {
 		{"CTALK_MAX_WAITS not a number", env{"CTALK_MAX_WAITS": "lots"}, "CTALK_MAX_WAITS"},
 		{"CTALK_MAX_CONCURRENT_REQUESTS not a number", env{"CTALK_MAX_CONCURRENT_REQUESTS": "many"}, "CTALK_MAX_CONCURRENT_REQUESTS"},
 		{"CTALK_MAX_BODY_BYTES_IN_FLIGHT negative", env{"CTALK_MAX_BODY_BYTES_IN_FLIGHT": "-1"}, "CTALK_MAX_BODY_BYTES_IN_FLIGHT"},
+		{"CTALK_METRICS_ADDR without a port", env{"CTALK_METRICS_ADDR": "127.0.0.1"}, "CTALK_METRICS_ADDR"},
+		{"CTALK_METRICS_TOKEN too short", env{"CTALK_METRICS_TOKEN": secret}, "CTALK_METRICS_TOKEN"},
+		{"CTALK_METRICS_TOKEN with spaces", env{"CTALK_METRICS_TOKEN": secret + " and " + secret}, "CTALK_METRICS_TOKEN"},
+		{"CTALK_LOG_FORMAT unknown", env{"CTALK_LOG_FORMAT": "yaml"}, "CTALK_LOG_FORMAT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

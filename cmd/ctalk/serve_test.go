@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,17 +57,7 @@ func waitHealthy(t *testing.T, base string, exited <-chan int) {
 func TestServe(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachConfig(t, func(t *testing.T, cfg db.Config) {
-		port := testkit.FreePort(t)
-		e := backendEnv(cfg)
-		e["PORT"] = strconv.Itoa(port)
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		var stdout, stderr testkit.SyncBuffer
-		exited := make(chan int, 1)
-		go func() { exited <- run(ctx, []string{"serve"}, e.getenv, strings.NewReader(""), &stdout, &stderr) }()
-
-		base := "http://127.0.0.1:" + strconv.Itoa(port)
-		waitHealthy(t, base, exited)
+		base, stderr, stop := serveInProcess(t, backendEnv(cfg))
 		resp, err := http.Get(base + "/")
 		if err != nil {
 			t.Fatalf("GET /: %v", err)
@@ -77,14 +69,8 @@ func TestServe(t *testing.T) {
 			t.Errorf("GET / = %v (%v), want mcp_endpoint %s/mcp and version %s", index, err, base, version)
 		}
 
-		cancel()
-		select {
-		case code := <-exited:
-			if code != 0 {
-				t.Errorf("ctalk serve after cancel = exit %d, want 0; stderr:\n%s", code, stderr.String())
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatalf("ctalk serve did not return within 15s of cancel")
+		if code := stop(); code != 0 {
+			t.Errorf("ctalk serve after cancel = exit %d, want 0; stderr:\n%s", code, stderr.String())
 		}
 		if !strings.Contains(stderr.String(), "ctalk stopped") {
 			t.Errorf("ctalk serve log lacks the clean-stop line:\n%s", stderr.String())
@@ -105,6 +91,60 @@ func TestServe(t *testing.T) {
 			t.Errorf("GET /health after serve returned: err = nil, want connection refused")
 		}
 	})
+}
+
+// TestServeMetricsAndJSONLog: with CTALK_METRICS_ADDR, CTALK_METRICS_TOKEN
+// and CTALK_LOG_FORMAT=json, ctalk serve writes JSON lines and serves the
+// metrics on their own listener and, behind the token, on the main port.
+func TestServeMetricsAndJSONLog(t *testing.T) {
+	t.Parallel()
+	const token = "serve-test-metrics-token-4f1b"
+	metricsPort := testkit.FreePort(t)
+	e := backendEnv(dbtest.NewConfig(t, "sqlite"))
+	e["CTALK_METRICS_ADDR"], e["CTALK_METRICS_TOKEN"], e["CTALK_LOG_FORMAT"] = "127.0.0.1:"+strconv.Itoa(metricsPort), token, "json"
+	base, stderr, stop := serveInProcess(t, e)
+
+	get := func(url, bearer string) (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	wantInfo := `ctalk_build_info{goversion="` + runtime.Version() + `",version="` + version + `"} 1`
+	for _, tc := range []struct {
+		url, bearer string
+		want        int
+	}{
+		{"http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics", "", http.StatusOK},
+		{base + "/metrics", token, http.StatusOK},
+		{base + "/metrics", "", http.StatusUnauthorized},
+	} {
+		code, body := get(tc.url, tc.bearer)
+		if code != tc.want || (code == http.StatusOK) != strings.Contains(body, wantInfo) {
+			t.Errorf("GET %s (token %v) = %d, want %d and %q only with 200:\n%.300s", tc.url, tc.bearer != "", code, tc.want, wantInfo, body)
+		}
+	}
+	stop()
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	for _, line := range lines {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("log line is not JSON (%v): %s", err, line)
+		}
+		if strings.Contains(line, token) {
+			t.Errorf("log line holds the metrics token: %s", line)
+		}
+	}
+	if !strings.Contains(stderr.String(), `"msg":"ctalk stopped"`) || len(lines) < 5 {
+		t.Errorf("log = %s, want the serving, request and stop lines as JSON", stderr.String())
+	}
 }
 
 // migrations are the embedded migration files, oldest first.

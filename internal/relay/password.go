@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/argon2"
+
+	"github.com/ctalk/ctalk/internal/metrics"
 )
 
 // argon2id parameters: m=9 MiB, t=4, p=1, one of the five configurations
@@ -61,6 +63,8 @@ type hasher struct {
 
 	mu    sync.Mutex
 	turns map[string]*addrTurn // client address keys with a password check in progress or waiting
+
+	metrics *metrics.Metrics // records the time each hash waited for a slot; nil: none
 }
 
 // addrTurn is one address's place in the password queue.
@@ -157,6 +161,7 @@ func (h *hasher) acquire(ctx context.Context) error {
 	select {
 	case h.slots <- struct{}{}:
 		h.runs.Add(1)
+		h.metrics.HashWaited(0)
 		return nil
 	default:
 	}
@@ -165,6 +170,10 @@ func (h *hasher) acquire(ctx context.Context) error {
 		return errBusy(h.wait)
 	}
 	defer h.waiting.Add(-1)
+	if h.metrics != nil {
+		start := time.Now()
+		defer func() { h.metrics.HashWaited(time.Since(start)) }()
+	}
 	timer := time.NewTimer(h.wait)
 	defer timer.Stop()
 	select {

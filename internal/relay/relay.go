@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/internal/metrics"
 )
 
 // Options configures the rules.
@@ -32,6 +33,9 @@ type Options struct {
 	// Draining, once closed, ends long waits early with their normal empty
 	// result, so a shutdown is not held up by them.
 	Draining <-chan struct{}
+	// Metrics, when set, records password hashing, throttle locks and
+	// wake-ups, and reads the open waits and the hash queue.
+	Metrics *metrics.Metrics
 }
 
 // DefaultTokenTTL is how long a login token lasts unless configured.
@@ -45,8 +49,9 @@ type Service struct {
 	tokenTTL time.Duration
 	draining <-chan struct{} // nil: never
 	waits    *waitCounter
-	locks    lockCache // address and registration locks, see count
-	touches  touches   // tokens' last use, waiting to be written
+	locks    lockCache        // address and registration locks, see count
+	metrics  *metrics.Metrics // nil: none
+	touches  touches          // tokens' last use, waiting to be written
 	// refusalHold: see the constant; a field so tests need not wait.
 	refusalHold time.Duration
 	// afterVerify, when set by a test, runs between a password check and the
@@ -56,7 +61,8 @@ type Service struct {
 
 // New returns the rules over store.
 func New(store db.Store, opts Options) *Service {
-	s := &Service{store: store, now: opts.Now, tokenTTL: opts.TokenTTL, draining: opts.Draining, refusalHold: refusalHold}
+	s := &Service{store: store, now: opts.Now, tokenTTL: opts.TokenTTL, draining: opts.Draining, refusalHold: refusalHold,
+		metrics: opts.Metrics}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -68,7 +74,9 @@ func New(store db.Store, opts Options) *Service {
 		conc = 2
 	}
 	s.hash = newHasher(conc, 0)
+	s.hash.metrics = opts.Metrics
 	s.waits = newWaitCounter(opts.MaxWaits, opts.MaxWaitsPerUser)
+	opts.Metrics.WatchRelay(s.waits.count, s.hash.waiting.Load, s.hash.runs.Load)
 	return s
 }
 

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/internal/metrics"
 )
 
 // Password guessing is throttled per account (organization+user, or an
@@ -40,6 +42,19 @@ func addrKey(ctx context.Context) string {
 
 func userKey(orgID, userID string) string { return "user:" + orgID + "/" + userID }
 func adminKey(orgID string) string        { return "admin:" + orgID }
+
+// lockKind names what a throttle key counts, for the metrics.
+func lockKind(key string) metrics.LockKind {
+	switch kind, _, _ := strings.Cut(key, ":"); kind {
+	case "user":
+		return metrics.LockAccount
+	case "admin":
+		return metrics.LockAdminPassword
+	case "register":
+		return metrics.LockRegistration
+	}
+	return metrics.LockAddress
+}
 
 // backoff is how long a key stays locked after its nth failure.
 func backoff(failures, free int64) time.Duration {
@@ -124,9 +139,11 @@ func (s *Service) count(ctx context.Context, refuse func(time.Duration) error, l
 	var (
 		locked time.Duration
 		set    = map[string]time.Time{} // timeOnly locks seen or set, to remember
+		kinds  []metrics.LockKind       // locks set, to count once committed
 	)
 	err := s.store.InTx(ctx, func(q db.Queries) error {
 		clear(set)
+		kinds = kinds[:0]
 		for _, k := range limits {
 			if k.key == "" {
 				continue
@@ -149,6 +166,7 @@ func (s *Service) count(ctx context.Context, refuse func(time.Duration) error, l
 				if err := s.auditLock(ctx, q, k.key, row.Failures, d); err != nil {
 					return err
 				}
+				kinds = append(kinds, lockKind(k.key))
 				if k.timeOnly {
 					set[k.key] = now.Add(d)
 				}
@@ -163,6 +181,9 @@ func (s *Service) count(ctx context.Context, refuse func(time.Duration) error, l
 	if err == nil {
 		for k, until := range set {
 			s.locks.remember(k, until, now)
+		}
+		for _, k := range kinds {
+			s.metrics.Locked(k)
 		}
 	}
 	if errors.As(err, new(*Error)) && locked > 0 && addrKey(ctx) != "" {

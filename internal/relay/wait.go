@@ -100,6 +100,13 @@ func (w *waitCounter) open(user string) (mine, total int) {
 	return w.perUser[user], w.total
 }
 
+// count is how many waits are open in all.
+func (w *waitCounter) count() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return int64(w.total)
+}
+
 // WaitEvent is a question asked of the caller or an answer to their question.
 type WaitEvent struct {
 	// Kind is "question" (asked of you) or "answer" (to a question you asked).
@@ -168,14 +175,23 @@ func (s *Service) Wait(ctx context.Context, cred Credentials, cursor string, tim
 	defer unsubscribe()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	var woke time.Time // when the last wake-up came, to measure the response to it
 	for {
 		// Look again once subscribed: an event that committed between the
 		// first look and the subscription woke nobody.
 		if res, err = s.lookForEvents(ctx, cred, &c, &after, &latest); err != nil || len(res.Events) > 0 {
+			if err == nil && !woke.IsZero() {
+				now := time.Now()
+				s.metrics.WaitWoken(now.Sub(woke))
+				for _, e := range res.Events {
+					s.metrics.EventDelivered(now.Sub(e.At))
+				}
+			}
 			return res, err
 		}
 		select {
 		case <-wake:
+			woke = time.Now()
 		case <-s.draining:
 			// The server is shutting down: end the wait now with its normal
 			// empty result instead of holding the drain up to 55 s.

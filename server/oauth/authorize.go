@@ -87,7 +87,7 @@ func (f *Face) check(r *http.Request, a authzRequest) (checked, error) {
 		if errors.As(err, &re) {
 			return c, &pageError{"The app that sent you here is not registered with ctalk (" + re.Error() + "). Go back and connect again."}
 		}
-		f.cfg.Logger.Error("resolving an OAuth client", "err", err)
+		f.cfg.Logger.ErrorContext(r.Context(), "resolving an OAuth client", "err", err)
 		return c, &pageError{"ctalk could not check the app that sent you here. Try again in a moment."}
 	}
 	if a.RedirectURI == "" && len(c.client.RedirectURIs) == 1 && !isLoopbackRedirect(c.client.RedirectURIs[0]) {
@@ -149,7 +149,7 @@ func (f *Face) authorize(w http.ResponseWriter, r *http.Request) {
 		f.back(w, r, c, url.Values{"error": {oe.Code}, "error_description": {oe.Description}})
 		return
 	} else if err != nil {
-		f.cfg.Logger.Error("authorization request", "err", err)
+		f.cfg.Logger.ErrorContext(r.Context(), "authorization request", "err", err)
 		f.page.error(w, http.StatusInternalServerError, "ctalk could not read this request. Try again in a moment.")
 		return
 	}
@@ -182,7 +182,7 @@ func (f *Face) authorize(w http.ResponseWriter, r *http.Request) {
 		f.page.signIn(w, status, view)
 		return
 	case err != nil:
-		f.cfg.Logger.Error("sign-in", "err", err)
+		f.cfg.Logger.ErrorContext(r.Context(), "sign-in", "err", err)
 		view.Alert = "ctalk could not sign you in just now. Try again in a moment."
 		f.page.signIn(w, http.StatusInternalServerError, view)
 		return

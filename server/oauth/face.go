@@ -170,7 +170,7 @@ func (f *Face) Guard(w http.ResponseWriter, r *http.Request) (resource string, o
 			`", resource_metadata="`+base+prmPath+MCPPath+`"`)
 		writeJSON(w, http.StatusForbidden, oauthError("insufficient_scope", "sign in again and allow the ctalk scope"))
 	default:
-		f.cfg.Logger.Error("checking an access token", "err", err)
+		f.cfg.Logger.ErrorContext(r.Context(), "checking an access token", "err", err)
 		w.Header().Set("Retry-After", "2")
 		writeJSON(w, http.StatusServiceUnavailable, oauthError("temporarily_unavailable", "ctalk could not check the token: retry shortly"))
 	}
@@ -239,7 +239,7 @@ func (f *Face) token(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &oe):
 		writeJSON(w, http.StatusBadRequest, oauthError(oe.Code, oe.Description))
 	default:
-		f.cfg.Logger.Error("token endpoint", "err", err)
+		f.cfg.Logger.ErrorContext(r.Context(), "token endpoint", "err", err)
 		writeJSON(w, http.StatusInternalServerError, oauthError("server_error", "ctalk could not issue the token: retry shortly"))
 	}
 }
@@ -268,7 +268,7 @@ func (f *Face) register(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusTooManyRequests, oauthError("slow_down", re.Error()))
 		return
 	case err != nil:
-		f.cfg.Logger.Error("client registration", "err", err)
+		f.cfg.Logger.ErrorContext(r.Context(), "client registration", "err", err)
 		writeJSON(w, http.StatusInternalServerError, oauthError("server_error", "ctalk could not register the client: retry shortly"))
 		return
 	}
@@ -295,7 +295,7 @@ func (f *Face) revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := f.cfg.Relay.RevokeOAuthToken(r.Context(), token, r.PostForm.Get("client_id")); err != nil {
-		f.cfg.Logger.Error("revocation endpoint", "err", err)
+		f.cfg.Logger.ErrorContext(r.Context(), "revocation endpoint", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, oauthError("temporarily_unavailable", "ctalk could not revoke the token: retry shortly"))
 		return
 	}

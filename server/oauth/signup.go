@@ -68,7 +68,7 @@ func (f *Face) signup(w http.ResponseWriter, r *http.Request) {
 		f.page.signup(w, status, view)
 		return
 	case err != nil:
-		f.cfg.Logger.Error("sign-up", "err", err)
+		f.cfg.Logger.ErrorContext(r.Context(), "sign-up", "err", err)
 		view.Alert = "ctalk could not register the organization just now. Try again in a moment."
 		f.page.signup(w, http.StatusInternalServerError, view)
 		return
