@@ -302,7 +302,12 @@ func TestReadmeToolTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	listed := map[string]int{}
-	for _, line := range strings.Split(string(readme), "\n") {
+	_, table, ok := strings.Cut(string(readme), "\n| tool | what it does |\n")
+	if !ok {
+		t.Fatal(`README has no tool table (a "| tool | what it does |" header)`)
+	}
+	table, _, _ = strings.Cut(table, "\n\n") // the table ends at the first blank line
+	for _, line := range strings.Split(table, "\n") {
 		if name, ok := strings.CutPrefix(line, "| `"); ok {
 			if name, _, ok = strings.Cut(name, "` |"); ok {
 				listed[name]++

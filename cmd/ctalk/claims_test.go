@@ -105,6 +105,7 @@ func TestClaimConfigValuesTakeEffect(t *testing.T) {
 		"CTALK_MAX_BODY_BYTES_IN_FLIGHT": "12345678",
 		"CTALK_MAX_WAITS":                "11",
 		"CTALK_MAX_WAITS_PER_USER":       "3",
+		"CTALK_RETENTION":                "2160h",
 	} {
 		e[k] = v
 	}
@@ -113,10 +114,18 @@ func TestClaimConfigValuesTakeEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.TokenTTL != 2*time.Hour || c.ClientIPHeader != "X-Real-IP" || c.MaxSessions != 7 || c.MaxConcurrentRequests != 9 ||
-		c.MaxBodyBytesInFlight != 12345678 || c.MaxWaits != 11 || c.MaxWaitsPerUser != 3 ||
+		c.MaxBodyBytesInFlight != 12345678 || c.MaxWaits != 11 || c.MaxWaitsPerUser != 3 || c.Retention != 2160*time.Hour ||
 		len(c.TrustedProxies) != 1 || c.TrustedProxies[0] != netip.MustParsePrefix("10.0.0.0/8") {
 		t.Errorf("loadConfig = %+v; want every valid value taken", c)
 	}
+	// Retention is at least a day: a typo must not delete yesterday's answers.
+	for _, bad := range []string{"1h", "90d", "-24h"} {
+		e["CTALK_RETENTION"] = bad
+		if _, err := loadConfig(e.getenv); err == nil || !strings.Contains(err.Error(), "CTALK_RETENTION") {
+			t.Errorf("CTALK_RETENTION=%s: loadConfig = %v; want refused, naming it", bad, err)
+		}
+	}
+	delete(e, "CTALK_RETENTION")
 	// A client IP header set by hand wins over a host's preset one.
 	e["FLY_APP_NAME"] = "ctalk"
 	delete(e, "CTALK_TRUSTED_PROXIES")

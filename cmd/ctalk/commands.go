@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/internal/bench"
 	"github.com/ctalk/ctalk/internal/bridge"
 	"github.com/ctalk/ctalk/internal/cli"
@@ -19,7 +20,11 @@ import (
 func commands() []*cli.Command {
 	cmds := []*cli.Command{serveCommand, stdioCommand}
 	cmds = append(cmds, cli.Commands(version)...)
-	cmds = append(cmds, migrateCommand, benchCommand, versionCommand)
+	cmds = append(cmds, cli.DatabaseCommands(cli.Database{EnvHelp: envHelp, Config: func(getenv func(string) string) (db.Config, error) {
+		cfg, err := loadConfig(getenv)
+		return cfg.dbConfig(), err
+	}})...)
+	cmds = append(cmds, benchCommand, versionCommand)
 	var help *cli.Command
 	help = &cli.Command{
 		Name: "help", Args: "[COMMAND]", Summary: "show the commands, or one command's usage and flags",
@@ -96,23 +101,6 @@ Without --relay, the tools run against the database of the environment below.
 			}
 			return stdio(ctx, cfg, logger, io.Stdin, io.Stdout)
 		})
-	},
-}
-
-var migrateCommand = &cli.Command{
-	Name: "migrate", Args: "status|up|down", Summary: "show, apply, or roll back one database migration",
-	Details: "serve applies pending migrations itself; migrate is for looking and rolling back.\n\n" + envHelp,
-	Setup: func(_ *flag.FlagSet, io *cli.IO) func(context.Context, []string) error {
-		return func(ctx context.Context, args []string) error {
-			if len(args) != 1 || (args[0] != "status" && args[0] != "up" && args[0] != "down") {
-				return cli.UsageError("usage: ctalk migrate status|up|down")
-			}
-			cfg, err := loadConfig(io.Getenv)
-			if err != nil {
-				return err
-			}
-			return migrate(ctx, cfg, args[0], io.Stdout)
-		}
 	},
 }
 

@@ -19,6 +19,7 @@ type config struct {
 	DatabaseURL         string
 	SQLitePath          string
 	TokenTTL            time.Duration
+	Retention           time.Duration // 0: keep conversations forever
 	AllowedOrigins      []string
 	ClientMetadataAllow []string // CTALK_OAUTH_CLIENT_METADATA_ALLOW (tests)
 	ShutdownTimeout     time.Duration
@@ -47,6 +48,9 @@ const envHelp = `Environment:
   DATABASE_URL            PostgreSQL URL (postgres://user:pass@host:5432/db); unset: SQLite
   RELAY_DB_PATH           SQLite database file when DATABASE_URL is unset (default relay.sqlite3)
   CTALK_TOKEN_TTL         lifetime of a login token, e.g. 720h (default 720h = 30 days)
+  CTALK_RETENTION         delete conversations whose every question is answered and whose last
+                          answer is older than this, e.g. 2160h = 90 days (at least 24h; checked
+                          hourly; default: keep them)
   CTALK_ALLOWED_ORIGINS   comma-separated browser origins allowed to call /mcp (default: none,
                           except local pages calling a loopback server; clients that send no
                           Origin, such as Claude Code and the SDKs, are unaffected)
@@ -109,6 +113,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	var err error
 	if c.TokenTTL, err = duration(getenv, "CTALK_TOKEN_TTL", c.TokenTTL, time.Minute); err != nil {
+		return c, err
+	}
+	if c.Retention, err = duration(getenv, "CTALK_RETENTION", 0, 24*time.Hour); err != nil {
 		return c, err
 	}
 	if c.ShutdownTimeout, err = duration(getenv, "CTALK_SHUTDOWN_TIMEOUT", c.ShutdownTimeout, 0); err != nil {

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"strconv"
+	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
@@ -43,6 +43,11 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
 	}
 	draining, m := make(chan struct{}), metrics.New(version)
 	rules := newRelay(store, cfg, draining, m)
+	if cfg.Retention > 0 {
+		go rules.KeepPruning(ctx, cfg.Retention, time.Hour, func(n int64, err error) {
+			logger.Info("retention", "questions_deleted", n, "error", err)
+		})
+	}
 	h := server.Handler(server.Config{
 		Store: store, MCP: mcp.NewServer(nil, mcp.Options{Version: version, Logger: logger, Relay: rules, Metrics: m}), Relay: rules,
 		ClientMetadataAllow: cfg.ClientMetadataAllow, Logger: logger, Version: version,
@@ -75,41 +80,6 @@ func stdio(ctx context.Context, cfg config, logger *slog.Logger, stdin io.Reader
 	s := mcpserver.NewStdioServer(mcp.NewServer(nil, mcp.Options{Version: version, Logger: logger, Relay: newRelay(store, cfg, nil, nil)}))
 	if err := s.Listen(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
 		return err
-	}
-	return nil
-}
-
-func migrate(ctx context.Context, cfg config, step string, stdout io.Writer) error {
-	m, err := db.OpenMigrator(ctx, cfg.dbConfig())
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	switch step {
-	case "status":
-		st, err := m.Status(ctx)
-		if err != nil {
-			return err
-		}
-		for _, s := range st {
-			applied := "pending"
-			if s.State == "applied" {
-				applied = "applied " + s.AppliedAt.UTC().Format("2006-01-02 15:04:05Z")
-			}
-			fmt.Fprintf(stdout, "%-30s %s\n", s.Source.Path, applied)
-		}
-	case "up":
-		n, err := m.Up(ctx)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "applied %d migration(s)\n", n)
-	case "down":
-		res, err := m.Down(ctx)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "rolled back %s\n", res.Source.Path)
 	}
 	return nil
 }

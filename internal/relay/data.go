@@ -221,3 +221,23 @@ func (s *Service) PruneConversations(ctx context.Context, retention time.Duratio
 		}
 	}
 }
+
+// KeepPruning runs PruneConversations with retention at once and then
+// every interval until ctx ends, telling report what each run deleted (or
+// why it failed). A failed run is retried at the next interval.
+func (s *Service) KeepPruning(ctx context.Context, retention, interval time.Duration, report func(deleted int64, err error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := s.PruneConversations(ctx, retention)
+		if ctx.Err() != nil {
+			return
+		}
+		report(n, err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -3,6 +3,7 @@ package relay
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -187,5 +188,34 @@ func TestPruneConversations(t *testing.T) {
 		if n, err := f.s.PruneConversations(ctx, 30*24*time.Hour); err != nil || n != 0 {
 			t.Errorf("a second run = %d, %v; want nothing more", n, err)
 		}
+	})
+}
+
+// TestKeepPruning: the retention loop prunes at once, reports it, and stops
+// with its context.
+func TestKeepPruning(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
+		f, umar, john := umarAndJohn(t, s)
+		q := f.ask(umar, AskInput{To: "john", Question: "Old?"})
+		f.answer(john, q.MessageID, "Yes.", false)
+		f.advance(48 * time.Hour)
+		ctx, cancel := context.WithCancel(t.Context())
+		reports := make(chan int64, 4)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f.s.KeepPruning(ctx, 24*time.Hour, time.Hour, func(n int64, err error) {
+				if err != nil {
+					t.Errorf("retention run: %v", err)
+				}
+				reports <- n
+			})
+		}()
+		if n := <-reports; n != 1 {
+			t.Errorf("first retention run deleted %d questions, want 1", n)
+		}
+		cancel()
+		<-done
 	})
 }
