@@ -148,6 +148,12 @@ type Question struct {
 	DraftUpdatedAt *time.Time
 	Answer         *string
 	AnsweredAt     *time.Time
+	// ThreadID is the question's conversation; Earlier are its turns sent
+	// before the question (none for a first question).
+	ThreadID int64
+	Earlier  []Turn
+	// Shared: the answer was sent shared with the organization.
+	Shared bool
 }
 
 // GetQuestion returns a question asked of the caller. A missing message,
@@ -170,9 +176,10 @@ func (s *Service) GetQuestion(ctx context.Context, cred Credentials, id int64) (
 		out = Question{
 			MessageID: m.ID, From: Person{UserID: asker.ID, Name: asker.Name, Ownership: asker.Ownership},
 			Question: m.Question, AskedAt: m.AskedAt, Draft: m.DraftText, DraftUpdatedAt: m.DraftUpdatedAt,
-			Answer: m.AnswerText, AnsweredAt: m.AnsweredAt,
+			Answer: m.AnswerText, AnsweredAt: m.AnsweredAt, ThreadID: m.ThreadID, Shared: m.SharedAt != nil,
 		}
-		return nil
+		out.Earlier, err = earlierTurns(ctx, q, m)
+		return err
 	}))
 	return out, err
 }

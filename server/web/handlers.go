@@ -125,7 +125,6 @@ func (f *Face) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 type questionView struct {
 	base
 	Q      relay.Question
-	Thread relay.QuestionThread
 	Text   string // the textarea: my draft, or what I just posted
 	Share  bool   // the share checkbox: off unless the person ticked it
 }
@@ -144,12 +143,7 @@ func (f *Face) question(w http.ResponseWriter, r *http.Request, s *session) {
 		f.fail(w, r, s, err)
 		return
 	}
-	th, err := f.cfg.Relay.GetQuestionThread(r.Context(), s.cred, id)
-	if err != nil {
-		f.fail(w, r, s, err)
-		return
-	}
-	v := &questionView{base: base{Title: "Question from " + q.From.Name, Nav: "inbox"}, Q: q, Thread: th}
+	v := &questionView{base: base{Title: "Question from " + q.From.Name, Nav: "inbox"}, Q: q}
 	v.setSession(s)
 	if q.Draft != nil {
 		v.Text = *q.Draft
@@ -158,7 +152,7 @@ func (f *Face) question(w http.ResponseWriter, r *http.Request, s *session) {
 		v.Status = statusText[r.URL.Query().Get("ok")]
 		if r.URL.Query().Get("ok") == "sent" && q.Answer != nil {
 			v.Status = "Answer sent to " + q.From.Name + " only."
-			if th.Shared {
+			if q.Shared {
 				v.Status = "Answer sent and shared: everyone in " + s.me.OrgName + " can find this question and answer."
 			}
 		}
