@@ -316,6 +316,7 @@ var auditWords = map[string]string{
 	relay.AuditAdminLocked:    "admin password locked",
 	relay.AuditPasswordChange: "changed the password of",
 	relay.AuditTokenRevoke:    "revoked a token of",
+	relay.AuditExport:         "downloaded the organization's data",
 }
 
 func auditRowOf(e relay.AuditEntry) auditRow {

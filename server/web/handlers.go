@@ -46,7 +46,7 @@ func (f *Face) signIn(w http.ResponseWriter, r *http.Request) {
 		f.page.render(w, status, "signin", &v.base, v)
 		return
 	} else if err != nil {
-		f.cfg.Logger.Error("web sign-in", "err", err)
+		f.cfg.Logger.ErrorContext(r.Context(), "web sign-in", "err", err)
 		v.Alert = "ctalk could not sign you in just now. Try again in a moment."
 		f.page.render(w, http.StatusInternalServerError, "signin", &v.base, v)
 		return
@@ -55,7 +55,7 @@ func (f *Face) signIn(w http.ResponseWriter, r *http.Request) {
 	// ends here rather than linger until it expires.
 	if old, err := r.Cookie(SessionCookie(secure)); err == nil && old.Value != "" {
 		if err := f.cfg.Relay.SignOutWeb(f.withAddr(r), relay.Credentials{Bearer: old.Value, Resource: relay.WebResource}); err != nil {
-			f.cfg.Logger.Warn("ending the previous web session at sign-in", "err", err)
+			f.cfg.Logger.WarnContext(r.Context(), "ending the previous web session at sign-in", "err", err)
 		}
 	}
 	f.setSession(w, secure, sess.Token)

@@ -81,7 +81,7 @@ func (f *Face) events(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	default:
 		if ctx.Err() == nil {
-			f.cfg.Logger.Error("web live stream", "err", err)
+			f.cfg.Logger.ErrorContext(r.Context(), "web live stream", "err", err)
 		}
 		http.Error(w, "ctalk could not open live updates just now. Reload the page in a moment.", http.StatusServiceUnavailable)
 		return
@@ -122,7 +122,7 @@ func (f *Face) events(w http.ResponseWriter, r *http.Request, s *session) {
 			return
 		case err != nil:
 			if ctx.Err() == nil {
-				f.cfg.Logger.Error("web live stream", "err", err)
+				f.cfg.Logger.ErrorContext(r.Context(), "web live stream", "err", err)
 			}
 			return
 		case b.Draining:

@@ -18,7 +18,8 @@ var templateFS embed.FS
 
 // pageNames are the pages; each is parsed with the layout and the style.
 var pageNames = []string{"signin", "inbox", "question", "asked", "people", "person", "tokens", "error", "thread", "search",
-	"admin-become", "admin", "admin-password-shown", "admin-person", "admin-tokens", "admin-audit", "admin-admin-password"}
+	"admin-become", "admin", "admin-password-shown", "admin-person", "admin-tokens", "admin-audit", "admin-admin-password",
+	"admin-data", "admin-delete", "deleted"}
 
 type pages struct {
 	t map[string]*template.Template
@@ -82,7 +83,7 @@ type base struct {
 	CSRF   string
 	Me     *relay.WebMe
 	Nav    string // the current section: inbox, asked, search, people, tokens, admin
-	Sub    string // the admin console's current page: people, tokens, audit, password
+	Sub    string // the admin console's current page: people, tokens, audit, password, data
 	Alert  string // an error, shown with role=alert
 	Status string // a confirmation, shown with role=status
 	Live   string // the live-updates script's URL (live.go), or "" for none

@@ -90,6 +90,10 @@ func (f *Face) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+Prefix+"/admin/audit", f.signedIn(f.adminAudit))
 	mux.HandleFunc("GET "+Prefix+"/admin/password", f.signedIn(f.adminPassword))
 	mux.HandleFunc("POST "+Prefix+"/admin/password", f.signedIn(f.adminPassword))
+	mux.HandleFunc("GET "+Prefix+"/admin/data", f.signedIn(f.adminData))
+	mux.HandleFunc("POST "+Prefix+"/admin/export", f.signedIn(f.adminExport))
+	mux.HandleFunc("GET "+Prefix+"/admin/delete", f.signedIn(f.adminDelete))
+	mux.HandleFunc("POST "+Prefix+"/admin/delete", f.signedIn(f.adminDelete))
 	mux.HandleFunc("GET "+Prefix+"/static/live.js", f.liveScript)
 	mux.HandleFunc(Prefix+"/", f.signedIn(func(w http.ResponseWriter, r *http.Request, s *session) {
 		f.notFound(w, s)
@@ -152,7 +156,9 @@ func (f *Face) signedIn(h func(http.ResponseWriter, *http.Request, *session)) ht
 			f.toSignIn(w, r)
 			return
 		case err != nil:
-			f.cfg.Logger.Error("web session", "err", err)
+			if r.Context().Err() == nil { // not a browser that went away
+				f.cfg.Logger.ErrorContext(r.Context(), "web session", "err", err)
+			}
 			f.page.error(w, http.StatusServiceUnavailable, nil, "ctalk could not check your session just now. Reload the page in a moment.")
 			return
 		}
@@ -224,7 +230,9 @@ func (f *Face) fail(w http.ResponseWriter, r *http.Request, s *session, err erro
 	case errors.As(err, &re):
 		f.page.error(w, statusOf(re), s, re.Error())
 	default:
-		f.cfg.Logger.Error("web page", "path", r.URL.Path, "err", err)
+		if r.Context().Err() == nil { // not a browser that went away
+			f.cfg.Logger.ErrorContext(r.Context(), "web page", "path", r.URL.Path, "err", err)
+		}
 		f.page.error(w, http.StatusInternalServerError, s, "ctalk could not do that just now. Try again in a moment.")
 	}
 }

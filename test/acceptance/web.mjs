@@ -26,7 +26,10 @@
 //      and opens Admin; the first time he holds no admin role yet, so he enters the admin password
 //      once on the become-admin page; then he registers a person, reads the password the result
 //      page shows once, opens the person's admin page, the organization's tokens and the audit
-//      log, and signs out; the new person signs in with that password and reaches the inbox
+//      log, the data page (Download data saves ctalk-ORG-DATE.jsonl of this organization's lines)
+//      and the delete page (not submitted), and signs out; the new person signs in with that
+//      password and reaches the inbox. Then a throwaway organization's admin deletes it: a wrong
+//      confirmation deletes nothing, the right one shows the deleted page, without a session
 //   9. conversations (desktop, phone, phone-dark): john answers with "let everyone find it" ticked;
 //      sara, a third person, finds it with the search box and opens the conversation (no form for
 //      her) and asks by topic on Asked (the page says ctalk chose john, and why); umar opens the
@@ -84,6 +87,17 @@ async function axe(page, label) {
   return res.violations.length;
 }
 
+// checker returns check(name) for page: no console or page error so far, axe-core finds no
+// serious or critical violation, and a screenshot (mask: locators to black out).
+function checker(page, problems, view, mask = []) {
+  return async (name) => {
+    if (problems.length) fail(`${view.name} ${name}: ${problems.join("; ")}`);
+    const minor = await axe(page, `${view.name} ${name}`);
+    if (shots) await page.screenshot({ path: join(shots, `${view.name}-${name}.png`), fullPage: true, mask });
+    log(`${view.name} ${name}: no console error, axe: no serious or critical violation (${minor} minor)`);
+  };
+}
+
 async function run(browser, client, umar, view) {
   const context = await browser.newContext(view.options);
   const page = await context.newPage();
@@ -96,12 +110,7 @@ async function run(browser, client, umar, view) {
   });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("dialog", (d) => { problems.push(`a dialog opened (${d.type()}: ${d.message()}): markup ran`); d.dismiss().catch(() => {}); });
-  const check = async (name) => {
-    if (problems.length) fail(`${view.name} ${name}: ${problems.join("; ")}`);
-    const minor = await axe(page, `${view.name} ${name}`);
-    if (shots) await page.screenshot({ path: join(shots, `${view.name}-${name}.png`), fullPage: true });
-    log(`${view.name} ${name}: no console error, axe: no serious or critical violation (${minor} minor)`);
-  };
+  const check = checker(page, problems, view);
 
   // 1. a question asked through MCP, and the agent's draft
   const question = `<script>alert(1)</script> Why does <img src=x onerror=alert(2)> retry ${view.name}?`;
@@ -231,12 +240,7 @@ async function watchedPage(browser, view) {
 
 async function tokensVisit(browser, client, view) {
   const { context, page, problems } = await watchedPage(browser, view);
-  const check = async (name) => {
-    if (problems.length) fail(`${view.name} ${name}: ${problems.join("; ")}`);
-    const minor = await axe(page, `${view.name} ${name}`);
-    if (shots) await page.screenshot({ path: join(shots, `${view.name}-${name}.png`), fullPage: true });
-    log(`${view.name} ${name}: no console error, axe: no serious or critical violation (${minor} minor)`);
-  };
+  const check = checker(page, problems, view);
 
   const token = (await callOK(client, "login", { org_id: org, user_id: "john", password: userPassword })).auth_token;
   const id = createHash("sha256").update(token).digest("hex").slice(0, 16); // the page's public id
@@ -307,26 +311,24 @@ async function live(browser, client, umar, view) {
   await context.close();
 }
 
+// signInAs signs page in as orgID/user and fails unless it lands on to.
+async function signInAs(page, view, orgID, user, password, to) {
+  await page.goto(`${base}/app/signin`);
+  await page.fill("#org_id", orgID);
+  await page.fill("#user_id", user);
+  await page.fill("#password", password);
+  const ok = await Promise.all([page.waitForURL(to, { timeout: 15000 }).then(() => true, () => false), page.click("button[type=submit]")]);
+  if (!ok[0]) fail(`${view.name}: ${user} did not reach ${to} after signing in: ${await page.locator('[role="alert"]').textContent().catch(() => page.url())}`);
+}
+
 // ---- the admin console (issue 13): umar becomes admin with the admin password once (on the first
 // viewport; later ones find him an admin already), registers a person, reads the password shown
 // once, visits the person, tokens and audit pages; then the new person signs in with it.
 async function adminVisit(browser, view) {
   const { context, page, problems } = await watchedPage(browser, view);
   const secret = page.locator("#new-password");
-  const check = async (name) => {
-    if (problems.length) fail(`${view.name} ${name}: ${problems.join("; ")}`);
-    const minor = await axe(page, `${view.name} ${name}`);
-    if (shots) await page.screenshot({ path: join(shots, `${view.name}-${name}.png`), fullPage: true, mask: [secret] });
-    log(`${view.name} ${name}: no console error, axe: no serious or critical violation (${minor} minor)`);
-  };
-  const signIn = async (user, password, to) => {
-    await page.goto(`${base}/app/signin`);
-    await page.fill("#org_id", org);
-    await page.fill("#user_id", user);
-    await page.fill("#password", password);
-    const ok = await Promise.all([page.waitForURL(to, { timeout: 15000 }).then(() => true, () => false), page.click("button[type=submit]")]);
-    if (!ok[0]) fail(`${view.name}: ${user} did not reach ${to} after signing in: ${await page.locator('[role="alert"]').textContent().catch(() => page.url())}`);
-  };
+  const check = checker(page, problems, view, [secret]);
+  const signIn = (user, password, to) => signInAs(page, view, org, user, password, to);
 
   await signIn("umar", userPassword, `${base}/app`);
   if ((await page.locator('nav a[href="/app/admin"]').count()) === 0) {
@@ -369,10 +371,69 @@ async function adminVisit(browser, view) {
   if (audit.includes(password) || audit.includes(adminPassword) || audit.includes(userPassword)) fail(`${view.name}: the audit log shows a password`);
   await check("admin-audit");
 
+  // Data (issue 15): the download button downloads this organization's lines; the delete page
+  // renders (the shared organization is not deleted: deleteVisit deletes a throwaway one).
+  await page.click('nav[aria-label="Admin"] a[href="/app/admin/data"]');
+  await page.waitForURL(`${base}/app/admin/data`);
+  const download = page.locator("#download button[type=submit]");
+  if (!(await download.isVisible())) fail(`${view.name}: the data page shows no Download data button`);
+  await check("admin-data");
+  const [file] = await Promise.all([page.waitForEvent("download", { timeout: 15000 }), download.click()]);
+  if (!new RegExp(`^ctalk-${org}-\\d{4}-\\d{2}-\\d{2}\\.jsonl$`).test(file.suggestedFilename())) {
+    fail(`${view.name}: the download is named ${file.suggestedFilename()}, want ctalk-${org}-DATE.jsonl`);
+  }
+  const text = readFileSync(await file.path(), "utf8");
+  const lines = text.trim().split("\n").map((l) => JSON.parse(l));
+  if (lines[0].type !== "organization" || lines[0].org_id !== org) fail(`${view.name}: the download does not start with organization ${org}`);
+  if (!lines.some((l) => l.type === "user" && l.user_id === user)) fail(`${view.name}: the download lacks ${user}`);
+  if (text.includes(password) || text.includes(userPassword) || text.includes(adminPassword)) fail(`${view.name}: the download holds a password`);
+  log(`${view.name}: Download data saved ${file.suggestedFilename()}: ${lines.length} lines of ${org}, no password`);
+  await Promise.all([page.waitForURL(`${base}/app/admin/delete`), page.click('main a[href="/app/admin/delete"]')]);
+  if ((await page.locator("#confirm_org_id").count()) !== 1) fail(`${view.name}: the delete page has no confirmation field`);
+  await check("admin-delete");
+
   await Promise.all([page.waitForURL(`${base}/app/signin?ok=out`), page.click(".signout button")]);
   await signIn(user, password, `${base}/app`);
   if (!(await page.textContent(".signout")).includes(user)) fail(`${view.name}: the new person is not the one signed in`);
   log(`${view.name}: a person registered on the admin page signed in with the password it showed once`);
+  await context.close();
+}
+
+// ---- deleting an organization (issue 15), a throwaway one made for this viewport: its first
+// user becomes admin, a wrong confirmation (the shared organization's id) deletes nothing, the
+// right one shows the deleted page without a session, and the person is signed out.
+async function deleteVisit(browser, client, view) {
+  const { context, page, problems } = await watchedPage(browser, view);
+  const check = checker(page, problems, view);
+  const gone = `${org}-gone-${view.name}`;
+  await callOK(client, "register_organization", { org_id: gone, name: "Throwaway", admin_password: adminPassword });
+  await callOK(client, "register_user", { org_id: gone, admin_password: adminPassword, user_id: "umar", name: "Umar", password: userPassword });
+  await signInAs(page, view, gone, "umar", userPassword, `${base}/app`);
+  await page.goto(`${base}/app/admin`);
+  await page.fill("#admin_password", adminPassword);
+  await Promise.all([page.waitForURL(`${base}/app/admin?ok=admin`, { timeout: 15000 }), page.click('form[action="/app/admin/become"] button')]);
+
+  await page.goto(`${base}/app/admin/delete`);
+  await page.fill("#confirm_org_id", org);
+  await Promise.all([page.waitForResponse((r) => r.request().method() === "POST" && r.url() === `${base}/app/admin/delete`),
+    page.click("#delete button[type=submit]")]);
+  const alert = await page.locator('[role="alert"]').textContent().catch(() => "");
+  if (!alert.includes("nothing was deleted")) fail(`${view.name}: a wrong confirmation shows no "nothing was deleted" alert: ${alert}`);
+  // The refusal is a 400 page: Chromium logs its status as a console error.
+  problems.splice(0, problems.length, ...problems.filter((p) => !p.includes("status of 400")));
+  await check("admin-delete-refused");
+
+  await page.fill("#confirm_org_id", gone);
+  await Promise.all([page.waitForResponse((r) => r.request().method() === "POST" && r.url() === `${base}/app/admin/delete`),
+    page.click("#delete button[type=submit]")]);
+  if (!(await page.textContent("main")).includes(`${gone} is deleted`)) fail(`${view.name}: the right confirmation did not show the deleted page`);
+  if ((await page.locator(".signout").count()) !== 0) fail(`${view.name}: the deleted page still shows a session`);
+  await check("admin-deleted");
+  await page.goto(`${base}/app`);
+  if (!page.url().startsWith(`${base}/app/signin`)) fail(`${view.name}: after the deletion /app is ${page.url()}, want the sign-in page`);
+  const res = await client.callTool({ name: "login", arguments: { org_id: gone, user_id: "umar", password: userPassword } });
+  if (!res.isError) fail(`${view.name}: login to the deleted organization ${gone} worked`);
+  log(`${view.name}: organization ${gone} deleted from its delete page after a refused wrong confirmation; its person is signed out`);
   await context.close();
 }
 
@@ -385,12 +446,7 @@ async function adminVisit(browser, view) {
 const animals = { desktop: "quokka", phone: "narwhal", "phone-dark": "axolotl" };
 async function conversation(browser, client, umar, view) {
   const { context, page, problems } = await watchedPage(browser, view);
-  const check = async (name) => {
-    if (problems.length) fail(`${view.name} ${name}: ${problems.join("; ")}`);
-    const minor = await axe(page, `${view.name} ${name}`);
-    if (shots) await page.screenshot({ path: join(shots, `${view.name}-${name}.png`), fullPage: true });
-    log(`${view.name} ${name}: no console error, axe: no serious or critical violation (${minor} minor)`);
-  };
+  const check = checker(page, problems, view);
   const signIn = async (user) => {
     await page.goto(`${base}/app/signin`);
     await page.fill("#org_id", org);
@@ -503,13 +559,14 @@ try {
       await tokensVisit(browser, client, view);
       if (view.name !== "phone-dark") await live(browser, client, umar, view);
       await adminVisit(browser, view);
+      await deleteVisit(browser, client, view);
       await conversation(browser, client, umar, view);
     }
   } finally {
     await browser.close();
   }
   await client.close();
-  console.log(JSON.stringify({ org, pages: "signin inbox question asked people person not-found tokens admin-become admin admin-registered admin-person admin-tokens admin-audit question-share question-shared search thread-shared asked-topic thread thread-followup question-followup", viewports: ["desktop", "phone", "phone-dark"], screenshots: shots || null }));
+  console.log(JSON.stringify({ org, pages: "signin inbox question asked people person not-found tokens admin-become admin admin-registered admin-person admin-tokens admin-audit admin-data admin-delete admin-delete-refused admin-deleted question-share question-shared search thread-shared asked-topic thread thread-followup question-followup", viewports: ["desktop", "phone", "phone-dark"], screenshots: shots || null }));
 } catch (e) {
   console.error(`FAIL: ${e instanceof StepError ? e.message : `${e?.constructor?.name}: ${e?.message ?? e}`}`);
   code = 1;
