@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -62,17 +64,19 @@ func (s *Service) ExportOrganization(ctx context.Context, a Admin, w io.Writer) 
 		return err
 	}
 	defer release()
-	err = s.store.View(ctx, func(q db.Queries) error {
-		if err := s.sameAdmin(ctx, q, auth); err != nil {
+	return spooled(w, func(spool io.Writer) error {
+		err := s.store.View(ctx, func(q db.Queries) error {
+			if err := s.sameAdmin(ctx, q, auth); err != nil {
+				return err
+			}
+			return export(ctx, q, auth.org.ID, spool)
+		})
+		if err != nil {
 			return err
 		}
-		return export(ctx, q, auth.org.ID, w)
-	})
-	if err != nil {
-		return err
-	}
-	return s.store.InTx(ctx, func(q db.Queries) error {
-		return s.audit(ctx, q, auth.org.ID, auth.actorID(), AuditExport, "", "")
+		return s.store.InTx(ctx, func(q db.Queries) error {
+			return s.audit(ctx, q, auth.org.ID, auth.actorID(), AuditExport, "", "")
+		})
 	})
 }
 
@@ -83,7 +87,31 @@ func (s *Service) ExportForOperator(ctx context.Context, orgIDArg string, w io.W
 	if err != nil {
 		return err
 	}
-	return s.store.View(ctx, func(q db.Queries) error { return export(ctx, q, orgID, w) })
+	return spooled(w, func(spool io.Writer) error {
+		return s.store.View(ctx, func(q db.Queries) error { return export(ctx, q, orgID, spool) })
+	})
+}
+
+// spooled runs fill with a temporary file (readable by this process's
+// user only, deleted afterwards) and then copies the file to w: the
+// export's read transaction ends as fast as the database gives the rows,
+// not as slowly as a browser or a pipe takes them, and w gets nothing if
+// fill fails.
+func spooled(w io.Writer, fill func(io.Writer) error) error {
+	f, err := os.CreateTemp("", "ctalk-export-*.jsonl")
+	if err != nil {
+		return fmt.Errorf("export: a temporary file: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := fill(f); err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err = io.Copy(w, f)
+	return err
 }
 
 // export writes one organization's lines, read in one transaction.
