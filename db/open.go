@@ -151,6 +151,8 @@ func openPostgres(ctx context.Context, cfg Config, logger *slog.Logger) (Store, 
 			return nil, nil, err
 		}
 		listen = lc.ConnConfig
+		logger.Info("PostgreSQL: DATABASE_URL taken for a transaction pooler; LISTEN on CTALK_LISTEN_DATABASE_URL",
+			"listen", fmt.Sprintf("%s:%d/%s", listen.Host, listen.Port, listen.Database))
 	} else if pooled {
 		logger.Warn("DATABASE_URL looks like a transaction pooler and CTALK_LISTEN_DATABASE_URL is unset: " +
 			"LISTEN through a pooler hears nothing, so wake-ups fall back to the 5 s poll; " +
