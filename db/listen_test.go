@@ -103,7 +103,7 @@ func TestListenURLThatHearsNothing(t *testing.T) {
 	seedOrg(t, s, "a", "amy", "bob")
 	wake := subscribe(t, s, "a", "bob")
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(log.String(), "CTALK_LISTEN_DATABASE_URL") && time.Now().Before(deadline) {
+	for !strings.Contains(log.String(), "fall back to the 5 s poll") && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	got := log.String()
