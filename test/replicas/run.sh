@@ -11,7 +11,7 @@
 #      without it (LISTEN through PgBouncer hears nothing) measured only,
 #      and the replica says in its log that wake-ups fall back to the poll
 #   3. kill -9 of a replica under a write load loses no acknowledged write,
-#      and clients that retry a failed call once all succeed
+#      and clients that retry a failed call once (after 1 s) all succeed
 #   4. a rolling restart (SIGTERM one replica at a time, start it, wait
 #      healthy) under the same load: 0 failed calls with one retry
 #   5. `ctalk bench` through the balancer with 1 and with 3 replicas

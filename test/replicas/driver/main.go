@@ -10,8 +10,8 @@
 //	driver wake -ask URL -wait URL -events N -pairs P [-max-p99 D]
 //	    a question asked on one replica wakes a wait_for_messages held on
 //	    another: latency from the ask's start to the waiter's result
-//	driver load -url URL [-workers W] [-duration D]
-//	    ask_person from W clients (each failed call retried once) until D
+//	driver load -url URL [-workers W] [-duration D] [-retry-after P]
+//	    ask_person from W clients (each failed call retried once, after P) until D
 //	    passes or SIGTERM; then every acknowledged question must be
 //	    readable, and no call may have failed twice
 //
@@ -378,6 +378,7 @@ func load(ctx context.Context, args []string) error {
 	url := fs.String("url", "", "the balancer's MCP URL")
 	workers := fs.Int("workers", 6, "clients asking at once")
 	duration := fs.Duration("duration", time.Minute, "longest run; SIGTERM ends it sooner")
+	pause := fs.Duration("retry-after", time.Second, "pause before the one retry of a failed call")
 	label := fs.String("label", "", "label of the RESULT line")
 	fs.Parse(args)
 	// Set up before the signal can end the run: its context is separate.
@@ -427,7 +428,11 @@ func load(ctx context.Context, args []string) error {
 				calls.Add(1)
 				err := c.Call(callCtx, "ask_person", a, &asked)
 				if err != nil {
+					// Once, after a pause: by then HAProxy's health check
+					// has taken a dead replica out, and the connections it
+					// held to it are known closed.
 					retried.Add(1)
+					time.Sleep(*pause)
 					err = c.Call(callCtx, "ask_person", a, &asked)
 				}
 				cancel()
