@@ -141,8 +141,10 @@ EOF
 echo '"postgres" ""' >"$WORK/pgbouncer/users.txt"
 chmod 644 "$WORK/pgbouncer/"*
 touch "$WORK/pgbouncer.log" && chmod 666 "$WORK/pgbouncer.log"
-if [ "$(id -u)" -eq 0 ]; then
-  pgbouncer -u postgres "$WORK/pgbouncer/pgbouncer.ini" >/dev/null 2>&1 & # it refuses to run as root
+if [ "$(id -u)" -eq 0 ]; then # it refuses to run as root
+  pgb_user=postgres
+  id -u postgres >/dev/null 2>&1 || pgb_user=nobody
+  pgbouncer -u "$pgb_user" "$WORK/pgbouncer/pgbouncer.ini" >/dev/null 2>&1 &
 else
   pgbouncer "$WORK/pgbouncer/pgbouncer.ini" >/dev/null 2>&1 &
 fi
