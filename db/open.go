@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -26,6 +27,10 @@ import (
 type Config struct {
 	// DatabaseURL selects PostgreSQL when set (postgres://…).
 	DatabaseURL string
+	// ListenURL is a direct (unpooled) PostgreSQL URL of the same database
+	// for the one LISTEN connection that wakes waiters; "" uses DatabaseURL.
+	// Setting it to another URL also marks DatabaseURL as pooled (see Pooled).
+	ListenURL string
 	// SQLitePath is the database file used when DatabaseURL is empty.
 	SQLitePath string
 	// Logger receives migration progress; nil discards it.
@@ -65,7 +70,7 @@ func OpenMigrator(ctx context.Context, cfg Config) (*Migrator, error) {
 func (m *Migrator) Up(ctx context.Context) (int, error) {
 	res, err := m.provider.Up(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("apply migrations: %w", err)
+		return 0, fmt.Errorf("apply migrations: %w%s", err, poolerHint(err))
 	}
 	return len(res), nil
 }
@@ -112,7 +117,7 @@ func open(ctx context.Context, cfg Config) (Store, *Migrator, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.DatabaseURL != "" {
-		return openPostgres(ctx, cfg.DatabaseURL, logger)
+		return openPostgres(ctx, cfg, logger)
 	}
 	return openSQLite(ctx, cfg.SQLitePath, logger)
 }
@@ -127,10 +132,34 @@ func ParsePostgresURL(url string) (*pgxpool.Config, error) {
 	return pc, nil
 }
 
-func openPostgres(ctx context.Context, url string, logger *slog.Logger) (Store, *Migrator, error) {
-	pc, err := ParsePostgresURL(url)
+func openPostgres(ctx context.Context, cfg Config, logger *slog.Logger) (Store, *Migrator, error) {
+	pc, err := ParsePostgresURL(cfg.DatabaseURL)
 	if err != nil {
 		return nil, nil, err
+	}
+	pooled := cfg.Pooled()
+	if pooled && !strings.Contains(cfg.DatabaseURL, "default_query_exec_mode") {
+		// A transaction pooler hands each transaction to any server
+		// connection, where pgx's cached named statements do not exist (or
+		// already do): send each query unnamed, in one round trip.
+		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
+	listen := pc.ConnConfig.Copy()
+	if cfg.ListenURL != "" && cfg.ListenURL != cfg.DatabaseURL {
+		lc, err := ParseListenURL(cfg.ListenURL)
+		if err != nil {
+			return nil, nil, err
+		}
+		listen = lc.ConnConfig
+		logger.Info("PostgreSQL: DATABASE_URL taken for a transaction pooler; LISTEN on CTALK_LISTEN_DATABASE_URL",
+			"listen", fmt.Sprintf("%s:%d/%s", listen.Host, listen.Port, listen.Database))
+	} else if pooled {
+		logger.Warn("DATABASE_URL looks like a transaction pooler and CTALK_LISTEN_DATABASE_URL is unset: " +
+			"LISTEN through a pooler hears nothing, so wake-ups fall back to the 5 s poll; " +
+			"set CTALK_LISTEN_DATABASE_URL to the database's direct (unpooled) URL")
+	}
+	if listen.ConnectTimeout == 0 {
+		listen.ConnectTimeout = 5 * time.Second
 	}
 	if pc.ConnConfig.ConnectTimeout == 0 {
 		// Without a bound, a dropped network holds calls for the kernel's
@@ -170,7 +199,51 @@ func openPostgres(ctx context.Context, url string, logger *slog.Logger) (Store, 
 		pool.Close()
 		return nil, nil, fmt.Errorf("load migrations: %w", err)
 	}
-	return &postgresStore{pool: pool, log: logger}, &Migrator{provider: p}, nil
+	return &postgresStore{pool: pool, listenConfig: listen, log: logger}, &Migrator{provider: p}, nil
+}
+
+// poolerHint says what to do when err is a named prepared statement lost (or
+// met again) behind a transaction pooler that ctalk did not recognise.
+func poolerHint(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "26000" || pgErr.Code == "42P05") && strings.Contains(pgErr.Message, "prepared statement") {
+		return " (DATABASE_URL goes through a transaction pooler: set CTALK_LISTEN_DATABASE_URL to the direct URL of the same database, " +
+			"or add default_query_exec_mode=exec to DATABASE_URL)"
+	}
+	return ""
+}
+
+// ParseListenURL validates a CTALK_LISTEN_DATABASE_URL without connecting.
+func ParseListenURL(url string) (*pgxpool.Config, error) {
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("CTALK_LISTEN_DATABASE_URL is not a valid PostgreSQL URL (postgres://user:password@host:5432/dbname): %w", err)
+	}
+	return pc, nil
+}
+
+// Pooled reports whether DatabaseURL is taken for a transaction pooler
+// (PgBouncer, Neon's or Supabase's pooled URL), where a server connection
+// serves one transaction and then another client: a ListenURL other than
+// DatabaseURL, a pooler's port (6432 PgBouncer, 6543 Supabase) or a host
+// naming one ("-pooler." on Neon, "pooler.supabase.com", "pgbouncer").
+// Behind a pooler queries go unnamed (pgx's exec mode) unless the URL sets
+// default_query_exec_mode itself; direct connections keep pgx's cached
+// prepared statements.
+func (c Config) Pooled() bool {
+	if c.DatabaseURL == "" {
+		return false
+	}
+	if c.ListenURL != "" && c.ListenURL != c.DatabaseURL {
+		return true
+	}
+	pc, err := pgxpool.ParseConfig(c.DatabaseURL)
+	if err != nil {
+		return false
+	}
+	cc := pc.ConnConfig
+	host := strings.ToLower(cc.Host)
+	return cc.Port == 6432 || cc.Port == 6543 || strings.Contains(host, "pooler") || strings.Contains(host, "pgbouncer")
 }
 
 func openSQLite(ctx context.Context, path string, logger *slog.Logger) (Store, *Migrator, error) {

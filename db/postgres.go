@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -21,7 +22,10 @@ import (
 // postgresStore is the production backend: a pgx pool.
 type postgresStore struct {
 	pool *pgxpool.Pool
-	// events wakes waiters; its LISTEN connection is outside the pool.
+	// listen configures the LISTEN connection, outside the pool: a direct
+	// URL of the same database when the pool goes through a pooler.
+	listenConfig *pgx.ConnConfig
+	// events wakes waiters through that connection.
 	events notifier
 	log    *slog.Logger
 }
@@ -300,6 +304,9 @@ type pgEvent struct {
 	OrgID  string `json:"o"`
 	UserID string `json:"u"`
 	Seq    int64  `json:"q"`
+	// Probe is set on the notification a LISTEN connection sends itself
+	// through the pool to prove that it hears what the pool's commits send.
+	Probe string `json:"p,omitempty"`
 }
 
 // NotifyEvent queues a NOTIFY that PostgreSQL delivers when the transaction
@@ -321,6 +328,9 @@ const (
 	// listenPing is how long the LISTEN connection may stay silent before it
 	// is pinged: a dead peer would otherwise leave it waiting forever.
 	listenPing = 30 * time.Second
+	// listenProbe is how long a new LISTEN connection waits for the probe
+	// it sent itself through the pool before warning that it hears nothing.
+	listenProbe = 5 * time.Second
 )
 
 // listen keeps one LISTEN connection open until ctx ends, reconnecting with
@@ -348,7 +358,7 @@ func (s *postgresStore) listen(ctx context.Context) {
 // listenOnce connects, listens, and relays notifications until the
 // connection fails or ctx ends. listening reports whether LISTEN succeeded.
 func (s *postgresStore) listenOnce(ctx context.Context) (listening bool, _ error) {
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+	conn, err := pgx.ConnectConfig(ctx, s.listenConfig)
 	if err != nil {
 		return false, err
 	}
@@ -366,13 +376,31 @@ func (s *postgresStore) listenOnce(ctx context.Context) (listening bool, _ error
 	}
 	// Whatever committed while nobody listened was not heard: look again.
 	s.events.wakeAll()
+	// A LISTEN through a transaction pooler succeeds but hears nothing: send
+	// a probe through the pool and say so when it does not arrive.
+	probe := strconv.FormatInt(time.Now().UnixNano(), 36)
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, json_build_object('s', current_schema(), 'p', $2::text)::text)`,
+		pgEventChannel, probe); err != nil {
+		return true, err
+	}
+	probeBy := time.Now().Add(listenProbe)
 	for {
-		waitCtx, cancel := context.WithTimeout(ctx, listenPing)
+		wait := listenPing
+		if probe != "" {
+			wait = time.Until(probeBy)
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, wait)
 		n, err := conn.WaitForNotification(waitCtx)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return true, ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded) && probe != "":
+			probe = ""
+			s.log.WarnContext(ctx, "the LISTEN connection did not hear a notification sent through DATABASE_URL within "+listenProbe.String()+
+				": a transaction pooler (PgBouncer, a pooled URL) or another database or search_path; wake-ups fall back to the 5 s poll. "+
+				"Set CTALK_LISTEN_DATABASE_URL to the direct (unpooled) URL of the same database")
+			continue
 		case errors.Is(err, context.DeadlineExceeded):
 			pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err = conn.Ping(pingCtx)
@@ -385,9 +413,16 @@ func (s *postgresStore) listenOnce(ctx context.Context) (listening bool, _ error
 			return true, err
 		}
 		var ev pgEvent
-		if json.Unmarshal([]byte(n.Payload), &ev) == nil && ev.Schema == schema {
-			s.events.publish(ev.OrgID, ev.UserID, ev.Seq)
+		if json.Unmarshal([]byte(n.Payload), &ev) != nil || ev.Schema != schema {
+			continue
 		}
+		if ev.Probe != "" {
+			if ev.Probe == probe {
+				probe = ""
+			}
+			continue
+		}
+		s.events.publish(ev.OrgID, ev.UserID, ev.Seq)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 type config struct {
 	Port                int
 	DatabaseURL         string
+	ListenURL           string // CTALK_LISTEN_DATABASE_URL
 	SQLitePath          string
 	TokenTTL            time.Duration
 	Retention           time.Duration // 0: keep conversations forever
@@ -46,6 +47,10 @@ type config struct {
 const envHelp = `Environment:
   PORT                    port to listen on (default 8000)
   DATABASE_URL            PostgreSQL URL (postgres://user:pass@host:5432/db); unset: SQLite
+  CTALK_LISTEN_DATABASE_URL
+                          direct (unpooled) URL of the same database for LISTEN, which wakes
+                          waiters, when DATABASE_URL goes through a transaction pooler such as
+                          PgBouncer; setting it marks DATABASE_URL as pooled (default: DATABASE_URL)
   RELAY_DB_PATH           SQLite database file when DATABASE_URL is unset (default relay.sqlite3)
   CTALK_TOKEN_TTL         lifetime of a login token, e.g. 720h (default 720h = 30 days)
   CTALK_RETENTION         delete conversations whose every question is answered and whose last
@@ -103,7 +108,15 @@ func loadConfig(getenv func(string) string) (config, error) {
 		if _, err := db.ParsePostgresURL(c.DatabaseURL); err != nil {
 			return c, err
 		}
+		if c.ListenURL = strings.TrimSpace(getenv("CTALK_LISTEN_DATABASE_URL")); c.ListenURL != "" {
+			if _, err := db.ParseListenURL(c.ListenURL); err != nil {
+				return c, err
+			}
+		}
 	} else {
+		if strings.TrimSpace(getenv("CTALK_LISTEN_DATABASE_URL")) != "" {
+			return c, fmt.Errorf("CTALK_LISTEN_DATABASE_URL is set but DATABASE_URL is not: set DATABASE_URL to the (pooled) PostgreSQL URL, or unset CTALK_LISTEN_DATABASE_URL")
+		}
 		if c.SQLitePath == "" {
 			c.SQLitePath = "relay.sqlite3"
 		}
@@ -232,7 +245,7 @@ func duration(getenv func(string) string, name string, def, min time.Duration) (
 }
 
 func (c config) dbConfig() db.Config {
-	return db.Config{DatabaseURL: c.DatabaseURL, SQLitePath: c.SQLitePath}
+	return db.Config{DatabaseURL: c.DatabaseURL, ListenURL: c.ListenURL, SQLitePath: c.SQLitePath}
 }
 
 // describeDB names the database in use for the log, never a password.

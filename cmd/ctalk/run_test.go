@@ -97,6 +97,8 @@ func TestBadConfig(t *testing.T) {
 		{"DATABASE_URL bad escape in the password", env{"DATABASE_URL": "postgres://ctalk:" + secret + "%zz@db.example/ctalk"}, "DATABASE_URL"},
 		{"DATABASE_URL bad port", env{"DATABASE_URL": "postgres://ctalk:" + secret + "@db.example:notaport/ctalk"}, "DATABASE_URL"},
 		{"DATABASE_URL bad sslmode", env{"DATABASE_URL": "postgres://ctalk:" + secret + "@db.example/ctalk?sslmode=bogus"}, "DATABASE_URL"},
+		{"CTALK_LISTEN_DATABASE_URL unparseable", env{"DATABASE_URL": "postgres://db.example/ctalk", "CTALK_LISTEN_DATABASE_URL": "postgres://ctalk:" + secret + "@db.example:notaport/ctalk"}, "CTALK_LISTEN_DATABASE_URL"},
+		{"CTALK_LISTEN_DATABASE_URL without DATABASE_URL", env{"CTALK_LISTEN_DATABASE_URL": "postgres://db.example/ctalk"}, "CTALK_LISTEN_DATABASE_URL"},
 		{"RELAY_DB_PATH in a missing directory", env{"RELAY_DB_PATH": filepath.Join(dir, "missing", "relay.sqlite3")}, "RELAY_DB_PATH"},
 		{"RELAY_DB_PATH is a directory", env{"RELAY_DB_PATH": dir}, "RELAY_DB_PATH"},
 		{"CTALK_TOKEN_TTL bogus", env{"CTALK_TOKEN_TTL": "bogus"}, "CTALK_TOKEN_TTL"},
