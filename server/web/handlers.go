@@ -124,9 +124,9 @@ func (f *Face) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 
 type questionView struct {
 	base
-	Q      relay.Question
-	Text   string // the textarea: my draft, or what I just posted
-	Share  bool   // the share checkbox: off unless the person ticked it
+	Q     relay.Question
+	Text  string // the textarea: my draft, or what I just posted
+	Share bool   // the share checkbox: off unless the person ticked it
 }
 
 // question shows one question asked of me with my draft; its form saves
