@@ -56,6 +56,16 @@ type Message struct {
 	SharedAt       *time.Time
 }
 
+type MessagesSearch struct {
+	OrgID       string
+	MessageID   int64
+	AnsweredSeq int64
+	FromUserID  string
+	ToUserID    string
+	Shared      bool
+	Body        interface{}
+}
+
 type OauthClient struct {
 	ID           string
 	Name         string
