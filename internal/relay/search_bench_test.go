@@ -200,7 +200,10 @@ func loadSearchMessages(b *testing.B, cfg db.Config, n int) {
 		}
 		msgs := make(chan searchMsg, 1024)
 		done := make(chan error, 1)
-		go func() { done <- searchMessages(n, vocab, func(m searchMsg) error { msgs <- m; return nil }); close(msgs) }()
+		go func() {
+			done <- searchMessages(n, vocab, func(m searchMsg) error { msgs <- m; return nil })
+			close(msgs)
+		}()
 		_, err = conn.CopyFrom(ctx, pgx.Identifier{"messages"},
 			[]string{"org_id", "id", "from_user_id", "to_user_id", "question", "asked_at", "asked_seq",
 				"answer_text", "answered_at", "answered_seq", "thread_id", "shared_at"},
