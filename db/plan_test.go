@@ -203,7 +203,7 @@ var (
 		 FROM (SELECT 'o' || lpad((1 + (g - 1) / 10000)::text, 4, '0') AS org, 1 + (g - 1) % 10000 AS id, g % 10 AS t
 		       FROM generate_series(1, 100000) g) s`,
 		`INSERT INTO messages_search (org_id, message_id, answered_seq, from_user_id, to_user_id, shared, body)
-		 SELECT org_id, id, answered_seq, from_user_id, to_user_id, id % 3 = 0, to_tsvector('english', question || ' ' || answer_text)
+		 SELECT org_id, id, answered_seq, from_user_id, to_user_id, id % 3 = 0, strip(to_tsvector('english', question || ' ' || answer_text))
 		 FROM messages WHERE answered_seq IS NOT NULL`,
 		`INSERT INTO oauth_clients (id, name, redirect_uris, created_at)
 		 SELECT 'c' || g, 'Client ' || g, '["http://127.0.0.1/cb"]', now() FROM generate_series(1, 5000) g`,

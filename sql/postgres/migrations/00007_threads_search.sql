@@ -16,8 +16,9 @@ CREATE INDEX messages_thread ON messages (org_id, thread_id, id);
 
 -- Full-text search over answered questions: English stemming ("retries"
 -- finds "retry"). messages_search holds, for each answered question, its
--- words as a tsvector (the question and its answer, as SQLite's
--- messages_fts body) and who may find it, so a search neither computes
+-- words as a tsvector without positions (the question and its answer, as
+-- SQLite's messages_fts body; no search ranks by position, and stripped
+-- rows are half as wide) and who may find it, so a search neither computes
 -- to_tsvector per row nor reads messages before it has its page: the GIN
 -- index finds the rows of a rare word, messages_search_newest walks newest
 -- answers first and stops at the page for a common one (the planner picks
@@ -39,7 +40,7 @@ CREATE INDEX messages_search_body ON messages_search USING gin (body);
 CREATE INDEX messages_search_newest ON messages_search (org_id, answered_seq);
 INSERT INTO messages_search (org_id, message_id, answered_seq, from_user_id, to_user_id, shared, body)
 SELECT org_id, id, answered_seq, from_user_id, to_user_id, shared_at IS NOT NULL,
-       to_tsvector('english'::regconfig, question || ' ' || answer_text)
+       strip(to_tsvector('english'::regconfig, question || ' ' || answer_text))
 FROM messages WHERE answered_seq IS NOT NULL;
 
 -- +goose StatementBegin
@@ -47,7 +48,7 @@ CREATE FUNCTION messages_search_answered() RETURNS trigger LANGUAGE plpgsql AS $
 BEGIN
     INSERT INTO messages_search (org_id, message_id, answered_seq, from_user_id, to_user_id, shared, body)
     VALUES (new.org_id, new.id, new.answered_seq, new.from_user_id, new.to_user_id, new.shared_at IS NOT NULL,
-            to_tsvector('english'::regconfig, new.question || ' ' || new.answer_text));
+            strip(to_tsvector('english'::regconfig, new.question || ' ' || new.answer_text)));
     RETURN NULL;
 END;
 $$;
