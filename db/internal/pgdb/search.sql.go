@@ -11,43 +11,26 @@ import (
 
 const searchMessages = `-- name: SearchMessages :many
 WITH found AS (
-    (SELECT s.org_id, s.message_id, s.answered_seq
-     FROM messages_search s
-     WHERE s.org_id = $2 AND s.shared
-       AND s.body @@ to_tsquery('english'::regconfig, $3::text)
-     ORDER BY s.answered_seq DESC
-     LIMIT $1)
-    UNION ALL
-    (SELECT s.org_id, s.message_id, s.answered_seq
-     FROM messages_search s
-     WHERE s.org_id = $2 AND NOT s.shared AND s.from_user_id = $4::text
-       AND s.body @@ to_tsquery('english'::regconfig, $3::text)
-     ORDER BY s.answered_seq DESC
-     LIMIT $1)
-    UNION ALL
-    (SELECT s.org_id, s.message_id, s.answered_seq
-     FROM messages_search s
-     WHERE s.org_id = $2 AND NOT s.shared AND s.to_user_id = $4::text
-       AND s.from_user_id <> $4::text
-       AND s.body @@ to_tsquery('english'::regconfig, $3::text)
-     ORDER BY s.answered_seq DESC
-     LIMIT $1)
-    ORDER BY answered_seq DESC
-    LIMIT $1
+    SELECT s.org_id, s.message_id, s.answered_seq
+    FROM messages_search s
+    WHERE s.org_id = $1 AND s.body @@ to_tsquery('english'::regconfig, $2::text)
+      AND (s.shared OR s.from_user_id = $3::text OR s.to_user_id = $3::text)
+    ORDER BY s.answered_seq DESC
+    LIMIT $4
 )
 SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, uf.name AS from_name, ut.name AS to_name
 FROM found
-JOIN messages ON messages.org_id = found.org_id AND messages.id = found.message_id
+JOIN messages ON messages.org_id = $1 AND messages.id = found.message_id
 JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
 JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
 ORDER BY found.answered_seq DESC
 `
 
 type SearchMessagesParams struct {
-	MaxRows int32
 	OrgID   string
 	Query   string
 	UserID  string
+	MaxRows int32
 }
 
 type SearchMessagesRow struct {
@@ -59,22 +42,18 @@ type SearchMessagesRow struct {
 // Answered questions of an organization matching a tsquery (to_tsquery
 // syntax, English stemming), visible to user_id (shared with the
 // organization, or asked by or of them; "" for shared ones only), newest
-// answer first. The visibility filter runs before the limit, so nothing the
-// user may not see affects what they get.
-//
-// messages_search alone picks the page, and messages is read for the page
-// only. What the user may see is three disjoint sets, each searched on its
-// own, newest first: shared answers, and the user's private ones as asker
-// and as the person asked. Each set walks its own newest-first index and
-// stops at the page (a common word) or takes its matches from the GIN index
-// (a rare one), so a search never reads answers the user may not see, and
-// the merge stops at the page.
+// answer first. messages_search alone picks the page (its GIN index for
+// rare words, its newest-first index for common ones); messages is read for
+// the page only (joined on the organization as a constant, not on found's
+// column, so the planner cannot join users to the page before messages).
+// The visibility filter runs before the limit, so nothing the user may not
+// see affects what they get.
 func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) ([]SearchMessagesRow, error) {
 	rows, err := q.db.Query(ctx, searchMessages,
-		arg.MaxRows,
 		arg.OrgID,
 		arg.Query,
 		arg.UserID,
+		arg.MaxRows,
 	)
 	if err != nil {
 		return nil, err

@@ -20,9 +20,9 @@ CREATE INDEX messages_thread ON messages (org_id, thread_id, id);
 -- SQLite's messages_fts body; no search ranks by position, and stripped
 -- rows are half as wide) and who may find it, so a search neither computes
 -- to_tsvector per row nor reads messages before it has its page: the GIN
--- index finds the rows of a rare word, a newest-first index is walked and
--- the walk stops at the page for a common one (the planner picks by the
--- words' statistics). Rows are added by the trigger below when a
+-- index finds the rows of a rare word, messages_search_newest walks newest
+-- answers first and stops at the page for a common one (the planner picks
+-- by the words' statistics). Rows are added by the trigger below when a
 -- question is answered, in the same transaction; who asked, who answered
 -- and whether it is shared do not change after that.
 CREATE TABLE messages_search (
@@ -37,11 +37,7 @@ CREATE TABLE messages_search (
     FOREIGN KEY (org_id, message_id) REFERENCES messages (org_id, id) ON DELETE CASCADE
 );
 CREATE INDEX messages_search_body ON messages_search USING gin (body);
--- Newest first, apart for what everyone may find and for what only the
--- two people may (SearchMessages searches each on its own).
-CREATE INDEX messages_search_shared ON messages_search (org_id, answered_seq) WHERE shared;
-CREATE INDEX messages_search_asked ON messages_search (org_id, from_user_id, answered_seq) WHERE NOT shared;
-CREATE INDEX messages_search_asked_of ON messages_search (org_id, to_user_id, answered_seq) WHERE NOT shared;
+CREATE INDEX messages_search_newest ON messages_search (org_id, answered_seq);
 INSERT INTO messages_search (org_id, message_id, answered_seq, from_user_id, to_user_id, shared, body)
 SELECT org_id, id, answered_seq, from_user_id, to_user_id, shared_at IS NOT NULL,
        strip(to_tsvector('english'::regconfig, question || ' ' || answer_text))
