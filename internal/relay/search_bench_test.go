@@ -193,20 +193,9 @@ func loadSearchMessages(b *testing.B, cfg db.Config, n int) {
 			b.Fatal(err)
 		}
 		defer conn.Close(ctx)
-		var defs []string
 		rows, _ := conn.Query(ctx, `SELECT indexname, indexdef FROM pg_indexes
 			WHERE schemaname = current_schema() AND tablename = 'messages' AND indexname <> 'messages_pkey'`)
-		var names []string
-		for rows.Next() {
-			var name, def string
-			if err := rows.Scan(&name, &def); err != nil {
-				b.Fatal(err)
-			}
-			names, defs = append(names, name), append(defs, def)
-		}
-		if err := rows.Err(); err != nil {
-			b.Fatal(err)
-		}
+		names, defs := indexDefs(b, rows)
 		pgExec := func(q string) {
 			if _, err := conn.Exec(ctx, q); err != nil {
 				b.Fatalf("%.100s: %v", q, err)
@@ -262,19 +251,11 @@ func loadSearchMessages(b *testing.B, cfg db.Config, n int) {
 		}
 		defer conn.Close()
 		conn.SetMaxOpenConns(1)
-		var defs []string
 		rows, err := conn.Query(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages' AND sql IS NOT NULL`)
 		if err != nil {
 			b.Fatal(err)
 		}
-		var names []string
-		for rows.Next() {
-			var name, def string
-			if err := rows.Scan(&name, &def); err != nil {
-				b.Fatal(err)
-			}
-			names, defs = append(names, name), append(defs, def)
-		}
+		names, defs := indexDefs(b, rows)
 		rows.Close()
 		exec := func(q string, args ...any) {
 			if _, err := conn.Exec(q, args...); err != nil {
@@ -326,6 +307,27 @@ func loadSearchMessages(b *testing.B, cfg db.Config, n int) {
 		exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	}
 	b.Logf("loaded %d messages in %s", n, time.Since(start).Round(time.Second))
+}
+
+// indexDefs reads (name, definition) rows of either driver: the indexes
+// the load drops and builds again.
+func indexDefs(b *testing.B, rows interface {
+	Next() bool
+	Scan(...any) error
+	Err() error
+}) (names, defs []string) {
+	b.Helper()
+	for rows.Next() {
+		var name, def string
+		if err := rows.Scan(&name, &def); err != nil {
+			b.Fatal(err)
+		}
+		names, defs = append(names, name), append(defs, def)
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return names, defs
 }
 
 // searchSize is one database of the benchmark and the latencies of the
