@@ -181,9 +181,10 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 // throttle rows, and 100,000 messages in the first ten organizations (10%
 // unanswered, the answered ones in the search tables), counters
 // consistent; an OAuth grant per user (one in ten revoked) with an access
-// token, a code and a refresh token each, and 5,000 registered clients. Postgres gets ANALYZE, as autovacuum
-// would. SQLite, like production, has no statistics (no ANALYZE), so its
-// plans depend on the schema alone and a tenth of the data shows them.
+// token, a code and a refresh token each, and 5,000 registered clients.
+// Postgres gets ANALYZE, as autovacuum would. SQLite, like production, has
+// no statistics (no ANALYZE), so its plans depend on the schema alone and a
+// tenth of the data shows them.
 var (
 	pgBulk = []string{
 		`INSERT INTO organizations (id, name, admin_password_hash, created_at, last_message_id, last_event_seq)

@@ -11,7 +11,7 @@ import (
 
 const searchMessages = `-- name: SearchMessages :many
 WITH found AS (
-    SELECT s.org_id, s.message_id, s.answered_seq
+    SELECT s.message_id, s.answered_seq
     FROM messages_search s
     WHERE s.org_id = $1 AND s.body @@ to_tsquery('english'::regconfig, $2::text)
       AND (s.shared OR s.from_user_id = $3::text OR s.to_user_id = $3::text)

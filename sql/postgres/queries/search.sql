@@ -9,7 +9,7 @@
 -- The visibility filter runs before the limit, so nothing the user may not
 -- see affects what they get.
 WITH found AS (
-    SELECT s.org_id, s.message_id, s.answered_seq
+    SELECT s.message_id, s.answered_seq
     FROM messages_search s
     WHERE s.org_id = sqlc.arg(org_id) AND s.body @@ to_tsquery('english'::regconfig, sqlc.arg(query)::text)
       AND (s.shared OR s.from_user_id = sqlc.arg(user_id)::text OR s.to_user_id = sqlc.arg(user_id)::text)
