@@ -32,7 +32,7 @@ import (
 var planTables = map[string]bool{
 	"messages": true, "users": true, "auth_tokens": true, "organizations": true, "login_throttle": true,
 	"oauth_clients": true, "oauth_grants": true, "oauth_codes": true, "oauth_refresh_tokens": true,
-	"m": true, "u": true, "t": true, "g": true,
+	"messages_search": true, "m": true, "u": true, "t": true, "g": true,
 }
 
 // planQuery is one generated query: its name, SQL, and the names of the
@@ -183,11 +183,12 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 
 // Bulk data: 2,000 organizations of 10 users with a token each, 5,000
 // throttle rows, and 100,000 messages in the first ten organizations (10%
-// unanswered), counters consistent; an OAuth grant per user (one in ten
-// revoked) with an access token, a code and a refresh token each, and 5,000
-// registered clients. Postgres gets ANALYZE, as autovacuum
-// would. SQLite, like production, has no statistics (no ANALYZE), so its
-// plans depend on the schema alone and a tenth of the data shows them.
+// unanswered, the answered ones in the search tables), counters
+// consistent; an OAuth grant per user (one in ten revoked) with an access
+// token, a code and a refresh token each, and 5,000 registered clients.
+// Postgres gets ANALYZE, as autovacuum would. SQLite, like production, has
+// no statistics (no ANALYZE), so its plans depend on the schema alone and a
+// tenth of the data shows them.
 var (
 	pgBulk = []string{
 		`INSERT INTO organizations (id, name, admin_password_hash, created_at, last_message_id, last_event_seq)
@@ -206,6 +207,9 @@ var (
 		        CASE WHEN id % 10 <> 0 THEN 10000 + id END, id
 		 FROM (SELECT 'o' || lpad((1 + (g - 1) / 10000)::text, 4, '0') AS org, 1 + (g - 1) % 10000 AS id, g % 10 AS t
 		       FROM generate_series(1, 100000) g) s`,
+		`INSERT INTO messages_search (org_id, message_id, answered_seq, from_user_id, to_user_id, shared, body)
+		 SELECT org_id, id, answered_seq, from_user_id, to_user_id, id % 3 = 0, strip(to_tsvector('english', question || ' ' || answer_text))
+		 FROM messages WHERE answered_seq IS NOT NULL`,
 		`INSERT INTO oauth_clients (id, name, redirect_uris, created_at)
 		 SELECT 'c' || g, 'Client ' || g, '["http://127.0.0.1/cb"]', now() FROM generate_series(1, 5000) g`,
 		`INSERT INTO oauth_grants (id, org_id, user_id, client_id, client_name, resource, scope, created_at, revoked_at)
@@ -241,6 +245,10 @@ var (
 		        CASE WHEN id % 10 <> 0 THEN '2026-03-01T09:00:00.000000Z' END,
 		        CASE WHEN id % 10 <> 0 THEN 1000 + id END, id
 		 FROM (SELECT printf('o%04d', 1 + (i - 1) / 1000) AS org, 1 + (i - 1) % 1000 AS id, i % 10 AS t FROM g)`,
+		`INSERT INTO messages_search (org_id, message_id)
+		 SELECT org_id, id FROM messages WHERE answered_seq IS NOT NULL ORDER BY org_id, answered_seq`,
+		`INSERT INTO messages_fts (rowid, body)
+		 SELECT s.id, m.question || ' ' || m.answer_text FROM messages_search s JOIN messages m ON m.org_id = s.org_id AND m.id = s.message_id`,
 		`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 500)
 		 INSERT INTO oauth_clients (id, name, redirect_uris, created_at)
 		 SELECT 'c' || i, 'Client ' || i, '["http://127.0.0.1/cb"]', '2026-03-01T09:00:00.000000Z' FROM g`,

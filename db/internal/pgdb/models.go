@@ -57,6 +57,16 @@ type Message struct {
 	DraftShare     bool
 }
 
+type MessagesSearch struct {
+	OrgID       string
+	MessageID   int64
+	AnsweredSeq int64
+	FromUserID  string
+	ToUserID    string
+	Shared      bool
+	Body        interface{}
+}
+
 type OauthClient struct {
 	ID           string
 	Name         string
