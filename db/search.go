@@ -18,6 +18,21 @@ type Search struct {
 	Terms []string
 	// Any matches a question that has any of the terms; otherwise it must have all.
 	Any bool
+	// Newest, when not 0, looks only at about the newest Newest answered
+	// questions (SQLite: of every organization; PostgreSQL: the
+	// organization's). The newest matches within it are the newest overall
+	// whenever it holds as many as were asked for.
+	Newest int64
+}
+
+// span is the window of the search index s looks at, per backend: SQLite
+// counts index keys (one per answered question), PostgreSQL event sequence
+// numbers (two per question: asked and answered).
+func (s Search) span(perQuestion int64) int64 {
+	if s.Newest <= 0 {
+		return 1 << 62
+	}
+	return s.Newest * perQuestion
 }
 
 // fts5 renders s in FTS5 query syntax: each term quoted, joined by AND or OR.
@@ -35,14 +50,14 @@ func (s Search) tsquery() string {
 }
 
 func (a sqliteQueries) SearchMessages(ctx context.Context, orgID, userID string, s Search, limit int) ([]ThreadMessage, error) {
-	rows, err := a.q.SearchMessages(ctx, sqlitedb.SearchMessagesParams{OrgID: orgID, UserID: userID, Query: s.fts5(), MaxRows: int64(limit)})
+	rows, err := a.q.SearchMessages(ctx, sqlitedb.SearchMessagesParams{OrgID: orgID, UserID: userID, Query: s.fts5(), Span: s.span(1), MaxRows: int64(limit)})
 	return convertAll(rows, func(r sqlitedb.SearchMessagesRow) ThreadMessage {
 		return ThreadMessage{Message(r.Message), r.FromName, r.ToName}
 	}), sqliteError(err)
 }
 
 func (a pgQueries) SearchMessages(ctx context.Context, orgID, userID string, s Search, limit int) ([]ThreadMessage, error) {
-	rows, err := a.q.SearchMessages(ctx, pgdb.SearchMessagesParams{OrgID: orgID, UserID: userID, Query: s.tsquery(), MaxRows: int32(limit)})
+	rows, err := a.q.SearchMessages(ctx, pgdb.SearchMessagesParams{OrgID: orgID, UserID: userID, Query: s.tsquery(), Span: s.span(2), MaxRows: int32(limit)})
 	return convertAll(rows, func(r pgdb.SearchMessagesRow) ThreadMessage {
 		return ThreadMessage{Message(r.Message), r.FromName, r.ToName}
 	}), pgError(err)

@@ -17,14 +17,16 @@ JOIN messages ON messages.org_id = s.org_id AND messages.id = s.message_id
 JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
 JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
 WHERE messages_fts.body MATCH ?1 AND s.org_id = ?2
-  AND (messages.shared_at IS NOT NULL OR messages.from_user_id = ?3 OR messages.to_user_id = ?3)
+  AND messages_fts.rowid > (SELECT MAX(k.id) FROM messages_search k) - ?3
+  AND (messages.shared_at IS NOT NULL OR messages.from_user_id = ?4 OR messages.to_user_id = ?4)
 ORDER BY messages_fts.rowid DESC
-LIMIT ?4
+LIMIT ?5
 `
 
 type SearchMessagesParams struct {
 	Query   string
 	OrgID   string
+	Span    int64
 	UserID  string
 	MaxRows int64
 }
@@ -35,6 +37,9 @@ type SearchMessagesRow struct {
 	ToName   string
 }
 
+// span bounds the search to the newest answered questions (of every
+// organization: keys are global): the rules widen it when the newest hold
+// too few matches, so a common word costs a window, not the whole history.
 // Answered questions of an organization matching an FTS5 query, visible to
 // user_id (shared with the organization, or asked by or of them; "" for
 // shared ones only), newest answer first. The visibility filter runs before
@@ -43,6 +48,7 @@ func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) 
 	rows, err := q.db.QueryContext(ctx, searchMessages,
 		arg.Query,
 		arg.OrgID,
+		arg.Span,
 		arg.UserID,
 		arg.MaxRows,
 	)
