@@ -157,8 +157,8 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 		return false
 	case "userprefix", "userprefixend":
 		return "user:o0001/"
-	case "span": // a search window of the newest 10,000 questions
-		return int64(20000)
+	case "span": // SQLite's search window: the newest 10,000 questions
+		return int64(10000)
 	case "threadid":
 		return int64(1234)
 	case "query": // a search: one word, valid FTS5 and to_tsquery syntax

@@ -57,7 +57,15 @@ func (a sqliteQueries) SearchMessages(ctx context.Context, orgID, userID string,
 }
 
 func (a pgQueries) SearchMessages(ctx context.Context, orgID, userID string, s Search, limit int) ([]ThreadMessage, error) {
-	rows, err := a.q.SearchMessages(ctx, pgdb.SearchMessagesParams{OrgID: orgID, UserID: userID, Query: s.tsquery(), Span: s.span(2), MaxRows: int32(limit)})
+	var minSeq int64 // the whole history
+	if s.Newest > 0 {
+		org, err := a.q.GetOrganization(ctx, orgID)
+		if err != nil {
+			return nil, pgError(err)
+		}
+		minSeq = org.LastEventSeq - s.span(2)
+	}
+	rows, err := a.q.SearchMessages(ctx, pgdb.SearchMessagesParams{OrgID: orgID, UserID: userID, Query: s.tsquery(), MinSeq: minSeq, MaxRows: int32(limit)})
 	return convertAll(rows, func(r pgdb.SearchMessagesRow) ThreadMessage {
 		return ThreadMessage{Message(r.Message), r.FromName, r.ToName}
 	}), pgError(err)

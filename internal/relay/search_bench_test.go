@@ -477,7 +477,11 @@ func logSearchPlans(b *testing.B, cfg db.Config, vocab []string) {
 			// The second run's plan: the first warms the cache.
 			for range 2 {
 				plan = nil
-				q, args := generatedSearchSQL(b, "pgdb", w)
+				var last int64
+				if err := conn.QueryRow(ctx, "SELECT last_event_seq FROM organizations WHERE id = 'acme'").Scan(&last); err != nil {
+					b.Fatal(err)
+				}
+				q, args := generatedSearchSQL(b, "pgdb", w, last)
 				rows, _ := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+q, args...)
 				for rows.Next() {
 					var line string
@@ -498,7 +502,7 @@ func logSearchPlans(b *testing.B, cfg db.Config, vocab []string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		q, args := generatedSearchSQL(b, "sqlitedb", `"`+w+`"`)
+		q, args := generatedSearchSQL(b, "sqlitedb", `"`+w+`"`, 0)
 		rows, err := conn.Query("EXPLAIN QUERY PLAN "+q, args...)
 		if err != nil {
 			b.Fatal(err)
@@ -534,8 +538,9 @@ func logSearchPlans(b *testing.B, cfg db.Config, vocab []string) {
 // generatedSearchSQL is the SearchMessages query of a generated package
 // (pgdb or sqlitedb), read from its source, and its arguments in the order
 // the generated code passes them: org, the backend's query text, u0, and
-// the number of candidates the rules ask for.
-func generatedSearchSQL(b *testing.B, pkg, query string) (string, []any) {
+// the first search window (after lastSeq's window on PostgreSQL) and the
+// number of candidates the rules ask for.
+func generatedSearchSQL(b *testing.B, pkg, query string, lastSeq int64) (string, []any) {
 	b.Helper()
 	file, err := parser.ParseFile(token.NewFileSet(), "../../db/internal/"+pkg+"/search.sql.go", nil, 0)
 	if err != nil {
@@ -543,7 +548,14 @@ func generatedSearchSQL(b *testing.B, pkg, query string) (string, []any) {
 	}
 	var q string
 	var args []any
+	// The plan of the first, narrowest window (db.Search.span: a key per
+	// question on SQLite, two sequence numbers on PostgreSQL).
 	values := map[string]any{"OrgID": "acme", "Query": query, "UserID": "u0", "MaxRows": searchCandidates}
+	if pkg == "pgdb" {
+		values["MinSeq"] = lastSeq - 2*searchWindows[0]
+	} else {
+		values["Span"] = searchWindows[0]
+	}
 	ast.Inspect(file, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.ValueSpec:
@@ -570,7 +582,7 @@ func generatedSearchSQL(b *testing.B, pkg, query string) (string, []any) {
 		return true
 	})
 	if q == "" || len(args) != len(values) {
-		b.Fatalf("no SearchMessages query with its four arguments in %s", pkg)
+		b.Fatalf("no SearchMessages query with its %d arguments in %s", len(values), pkg)
 	}
 	return q, args
 }

@@ -15,7 +15,7 @@ WITH found AS (
     FROM messages_search s
     WHERE s.org_id = $1 AND s.body @@ to_tsquery('english'::regconfig, $2::text)
       AND (s.shared OR s.from_user_id = $3::text OR s.to_user_id = $3::text)
-      AND s.answered_seq > (SELECT o.last_event_seq FROM organizations o WHERE o.id = $1) - $4::bigint
+      AND s.answered_seq > $4::bigint
     ORDER BY s.answered_seq DESC
     LIMIT $5
 )
@@ -31,7 +31,7 @@ type SearchMessagesParams struct {
 	OrgID   string
 	Query   string
 	UserID  string
-	Span    int64
+	MinSeq  int64
 	MaxRows int32
 }
 
@@ -41,9 +41,11 @@ type SearchMessagesRow struct {
 	ToName   string
 }
 
-// span bounds the search to the organization's newest events (two for a
-// question and its answer): the rules widen it when the newest hold too few
-// matches, so a common word costs a window, not the whole history.
+// min_seq bounds the search to the organization's newest answers (the
+// adapter computes it from the organization's last event sequence number,
+// two per question): the rules widen it when the newest hold too few
+// matches, so a common word costs a window, not the whole history. It is a
+// plain parameter so the planner sees how narrow the window is.
 // Answered questions of an organization matching a tsquery (to_tsquery
 // syntax, English stemming), visible to user_id (shared with the
 // organization, or asked by or of them; "" for shared ones only), newest
@@ -58,7 +60,7 @@ func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) 
 		arg.OrgID,
 		arg.Query,
 		arg.UserID,
-		arg.Span,
+		arg.MinSeq,
 		arg.MaxRows,
 	)
 	if err != nil {

@@ -12,10 +12,10 @@ import (
 const searchMessages = `-- name: SearchMessages :many
 SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, messages.draft_share, uf.name AS from_name, ut.name AS to_name
 FROM messages_fts
-JOIN messages_search s ON s.id = messages_fts.rowid
-JOIN messages ON messages.org_id = s.org_id AND messages.id = s.message_id
-JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
-JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
+CROSS JOIN messages_search s ON s.id = messages_fts.rowid
+CROSS JOIN messages ON messages.org_id = s.org_id AND messages.id = s.message_id
+CROSS JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
+CROSS JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
 WHERE messages_fts.body MATCH ?1 AND s.org_id = ?2
   AND messages_fts.rowid > (SELECT MAX(k.id) FROM messages_search k) - ?3
   AND (messages.shared_at IS NOT NULL OR messages.from_user_id = ?4 OR messages.to_user_id = ?4)
@@ -40,6 +40,8 @@ type SearchMessagesRow struct {
 // span bounds the search to the newest answered questions (of every
 // organization: keys are global): the rules widen it when the newest hold
 // too few matches, so a common word costs a window, not the whole history.
+// CROSS JOIN fixes the join order: the index's matches, newest first, drive
+// it (SQLite's planner, without statistics, would read every message).
 // Answered questions of an organization matching an FTS5 query, visible to
 // user_id (shared with the organization, or asked by or of them; "" for
 // shared ones only), newest answer first. The visibility filter runs before
