@@ -18,21 +18,10 @@ type Search struct {
 	Terms []string
 	// Any matches a question that has any of the terms; otherwise it must have all.
 	Any bool
-	// Newest, when not 0, looks only at about the newest Newest answered
-	// questions (SQLite: of every organization; PostgreSQL: the
-	// organization's). The newest matches within it are the newest overall
-	// whenever it holds as many as were asked for.
+	// Newest, when not 0, lets a backend look only at about the newest
+	// Newest answered questions (SQLite does, of every organization): for a
+	// hint, where recent answers are enough. 0 searches everything.
 	Newest int64
-}
-
-// span is the window of the search index s looks at, per backend: SQLite
-// counts index keys (one per answered question), PostgreSQL event sequence
-// numbers (two per question: asked and answered).
-func (s Search) span(perQuestion int64) int64 {
-	if s.Newest <= 0 {
-		return 1 << 62
-	}
-	return s.Newest * perQuestion
 }
 
 // fts5 renders s in FTS5 query syntax: each term quoted, joined by AND or OR.
@@ -49,23 +38,39 @@ func (s Search) tsquery() string {
 	return strings.Join(s.Terms, map[bool]string{false: " & ", true: " | "}[s.Any])
 }
 
+// sqliteWindows are how far back a SQLite search looks, widening: the
+// newest answered questions first (of every organization: the index's keys
+// are global), the whole index only when the newer hold fewer matches than
+// asked for. The newest matches of a window that holds enough are the
+// newest overall, so the result is the same; FTS5 reads a window of a
+// common word's matches, not all of them.
+var sqliteWindows = []int64{10_000, 100_000, 0}
+
 func (a sqliteQueries) SearchMessages(ctx context.Context, orgID, userID string, s Search, limit int) ([]ThreadMessage, error) {
-	rows, err := a.q.SearchMessages(ctx, sqlitedb.SearchMessagesParams{OrgID: orgID, UserID: userID, Query: s.fts5(), Span: s.span(1), MaxRows: int64(limit)})
-	return convertAll(rows, func(r sqlitedb.SearchMessagesRow) ThreadMessage {
-		return ThreadMessage{Message(r.Message), r.FromName, r.ToName}
-	}), sqliteError(err)
+	windows := sqliteWindows
+	if s.Newest > 0 {
+		windows = []int64{s.Newest}
+	}
+	for i, w := range windows {
+		span := int64(1 << 62)
+		if w > 0 {
+			span = w
+		}
+		rows, err := a.q.SearchMessages(ctx, sqlitedb.SearchMessagesParams{OrgID: orgID, UserID: userID, Query: s.fts5(), Span: span, MaxRows: int64(limit)})
+		if err != nil || len(rows) >= limit || i == len(windows)-1 {
+			return convertAll(rows, func(r sqlitedb.SearchMessagesRow) ThreadMessage {
+				return ThreadMessage{Message(r.Message), r.FromName, r.ToName}
+			}), sqliteError(err)
+		}
+	}
+	return nil, nil
 }
 
 func (a pgQueries) SearchMessages(ctx context.Context, orgID, userID string, s Search, limit int) ([]ThreadMessage, error) {
-	var minSeq int64 // the whole history
-	if s.Newest > 0 {
-		org, err := a.q.GetOrganization(ctx, orgID)
-		if err != nil {
-			return nil, pgError(err)
-		}
-		minSeq = org.LastEventSeq - s.span(2)
-	}
-	rows, err := a.q.SearchMessages(ctx, pgdb.SearchMessagesParams{OrgID: orgID, UserID: userID, Query: s.tsquery(), MinSeq: minSeq, MaxRows: int32(limit)})
+	// One query, whatever s.Newest says: the planner walks the newest answers
+	// for a common word and uses the GIN index for a rare one; a window made
+	// it build the GIN bitmap of a common word in full (measured 3x slower).
+	rows, err := a.q.SearchMessages(ctx, pgdb.SearchMessagesParams{OrgID: orgID, UserID: userID, Query: s.tsquery(), MaxRows: int32(limit)})
 	return convertAll(rows, func(r pgdb.SearchMessagesRow) ThreadMessage {
 		return ThreadMessage{Message(r.Message), r.FromName, r.ToName}
 	}), pgError(err)

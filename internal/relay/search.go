@@ -29,27 +29,9 @@ const (
 	// relatedChecked is how many questions of an inbox page are checked for
 	// an earlier answer (one search each).
 	relatedChecked = 3
+	// recentAnswers is how far back the inbox's hint may look (db.Search.Newest).
+	recentAnswers = 10_000
 )
-
-// searchWindows are how far back a search looks, widening: the newest
-// answered questions first, and the whole history only when the newer
-// hold fewer matches than the search ranks. The newest matches of a window
-// that holds enough are the newest overall, so the result is the same; a
-// common word costs a window, not the organization's whole history.
-var searchWindows = []int64{10_000, 100_000, 0}
-
-// searchNewest returns up to limit of the newest matches of s visible to
-// userID, widening through windows.
-func searchNewest(ctx context.Context, q db.Queries, orgID, userID string, s db.Search, limit int, windows []int64) ([]db.ThreadMessage, error) {
-	for i, w := range windows {
-		s.Newest = w
-		found, err := q.SearchMessages(ctx, orgID, userID, s, limit)
-		if err != nil || len(found) >= limit || i == len(windows)-1 {
-			return found, err
-		}
-	}
-	return nil, nil
-}
 
 // Found is an answered question a search found.
 type Found struct {
@@ -100,7 +82,7 @@ func (s *Service) SearchAnswers(ctx context.Context, cred Credentials, query str
 	}
 	var res SearchResult
 	err = s.store.View(ctx, s.asCaller(ctx, cred, func(q db.Queries, c caller) error {
-		found, err := searchNewest(ctx, q, c.user.OrgID, c.user.ID, db.Search{Terms: terms}, searchCandidates, searchWindows)
+		found, err := q.SearchMessages(ctx, c.user.OrgID, c.user.ID, db.Search{Terms: terms}, searchCandidates)
 		if err != nil {
 			return err
 		}
@@ -215,7 +197,7 @@ func rankOwners(ctx context.Context, q db.Queries, c caller, terms []string) ([]
 		return nil, err
 	}
 	// Shared answers only: a private conversation must not route anyone.
-	answers, err := searchNewest(ctx, q, c.user.OrgID, "", db.Search{Terms: terms, Any: true}, searchCandidates, searchWindows)
+	answers, err := q.SearchMessages(ctx, c.user.OrgID, "", db.Search{Terms: terms, Any: true}, searchCandidates)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +291,7 @@ func answeredBefore(ctx context.Context, q db.Queries, c caller, m db.Message) (
 	need := max(2, (3*len(terms)+4)/5)
 	// A hint, not a search: the newest window only, so check_inbox stays
 	// as fast with a million answers as with a thousand.
-	found, err := searchNewest(ctx, q, c.user.OrgID, c.user.ID, db.Search{Terms: terms, Any: true}, searchCandidates, searchWindows[:1])
+	found, err := q.SearchMessages(ctx, c.user.OrgID, c.user.ID, db.Search{Terms: terms, Any: true, Newest: recentAnswers}, searchCandidates)
 	if err != nil {
 		return nil, err
 	}

@@ -15,9 +15,8 @@ WITH found AS (
     FROM messages_search s
     WHERE s.org_id = $1 AND s.body @@ to_tsquery('english'::regconfig, $2::text)
       AND (s.shared OR s.from_user_id = $3::text OR s.to_user_id = $3::text)
-      AND s.answered_seq > $4::bigint
     ORDER BY s.answered_seq DESC
-    LIMIT $5
+    LIMIT $4
 )
 SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, messages.draft_share, uf.name AS from_name, ut.name AS to_name
 FROM found
@@ -31,7 +30,6 @@ type SearchMessagesParams struct {
 	OrgID   string
 	Query   string
 	UserID  string
-	MinSeq  int64
 	MaxRows int32
 }
 
@@ -41,11 +39,6 @@ type SearchMessagesRow struct {
 	ToName   string
 }
 
-// min_seq bounds the search to the organization's newest answers (the
-// adapter computes it from the organization's last event sequence number,
-// two per question): the rules widen it when the newest hold too few
-// matches, so a common word costs a window, not the whole history. It is a
-// plain parameter so the planner sees how narrow the window is.
 // Answered questions of an organization matching a tsquery (to_tsquery
 // syntax, English stemming), visible to user_id (shared with the
 // organization, or asked by or of them; "" for shared ones only), newest
@@ -60,7 +53,6 @@ func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) 
 		arg.OrgID,
 		arg.Query,
 		arg.UserID,
-		arg.MinSeq,
 		arg.MaxRows,
 	)
 	if err != nil {

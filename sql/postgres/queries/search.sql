@@ -1,9 +1,4 @@
 -- name: SearchMessages :many
--- min_seq bounds the search to the organization's newest answers (the
--- adapter computes it from the organization's last event sequence number,
--- two per question): the rules widen it when the newest hold too few
--- matches, so a common word costs a window, not the whole history. It is a
--- plain parameter so the planner sees how narrow the window is.
 -- Answered questions of an organization matching a tsquery (to_tsquery
 -- syntax, English stemming), visible to user_id (shared with the
 -- organization, or asked by or of them; "" for shared ones only), newest
@@ -18,7 +13,6 @@ WITH found AS (
     FROM messages_search s
     WHERE s.org_id = sqlc.arg(org_id) AND s.body @@ to_tsquery('english'::regconfig, sqlc.arg(query)::text)
       AND (s.shared OR s.from_user_id = sqlc.arg(user_id)::text OR s.to_user_id = sqlc.arg(user_id)::text)
-      AND s.answered_seq > sqlc.arg(min_seq)::bigint
     ORDER BY s.answered_seq DESC
     LIMIT sqlc.arg(max_rows)
 )
