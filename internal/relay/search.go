@@ -19,7 +19,7 @@ import (
 const (
 	// searchCandidates bounds the matches a search ranks: the newest ones.
 	// Both backends pick the same ones, so results stay identical.
-	searchCandidates = 200
+	searchCandidates = 50
 	// searchPage is how many results a search returns.
 	searchPage = 10
 	// foundAnswerShown bounds an answer's text in a result (get_thread has all of it).
