@@ -18,10 +18,6 @@ type Search struct {
 	Terms []string
 	// Any matches a question that has any of the terms; otherwise it must have all.
 	Any bool
-	// Newest, when not 0, lets a backend look only at about the newest
-	// Newest answered questions (SQLite does, of every organization): for a
-	// hint, where recent answers are enough. 0 searches everything.
-	Newest int64
 }
 
 // fts5 renders s in FTS5 query syntax: each term quoted, joined by AND or OR.
@@ -48,9 +44,6 @@ var sqliteWindows = []int64{10_000, 100_000, 0}
 
 func (a sqliteQueries) SearchMessages(ctx context.Context, orgID, userID string, s Search, limit int) ([]ThreadMessage, error) {
 	windows := sqliteWindows
-	if s.Newest > 0 {
-		windows = []int64{s.Newest}
-	}
 	for i, w := range windows {
 		span := int64(1 << 62)
 		if w > 0 {
@@ -67,7 +60,7 @@ func (a sqliteQueries) SearchMessages(ctx context.Context, orgID, userID string,
 }
 
 func (a pgQueries) SearchMessages(ctx context.Context, orgID, userID string, s Search, limit int) ([]ThreadMessage, error) {
-	// One query, whatever s.Newest says: the planner walks the newest answers
+	// One query, no window: the planner walks the newest answers
 	// for a common word and uses the GIN index for a rare one; a window made
 	// it build the GIN bitmap of a common word in full (measured 3x slower).
 	rows, err := a.q.SearchMessages(ctx, pgdb.SearchMessagesParams{OrgID: orgID, UserID: userID, Query: s.tsquery(), MaxRows: int32(limit)})

@@ -129,9 +129,6 @@ type InboxQuestion struct {
 	// Earlier are the turns of the conversation before this question, when
 	// it continues one (a follow-up, or a question asked back).
 	Earlier []Turn `json:"earlier_in_conversation,omitempty"`
-	// AnsweredBefore is an answered question, shared or the caller's own,
-	// that holds most of this question's words: likely answered already.
-	AnsweredBefore *Found `json:"possibly_answered_before,omitempty"`
 }
 
 // Inbox is a page of unanswered questions to the caller.
@@ -159,14 +156,8 @@ func (s *Service) Inbox(ctx context.Context, cred Credentials, afterID int64) (I
 				Question: it.Question, AskedAt: it.AskedAt, YourDraft: it.DraftText, DraftUpdatedAt: it.DraftUpdatedAt,
 			}
 		})
-		followUps, before := false, false
+		followUps := false
 		for i, it := range res.Questions {
-			if i < relatedChecked {
-				if res.Questions[i].AnsweredBefore, err = answeredBefore(ctx, q, c, items[i].Message); err != nil {
-					return err
-				}
-				before = before || res.Questions[i].AnsweredBefore != nil
-			}
 			if it.ThreadID == it.MessageID {
 				continue
 			}
@@ -187,10 +178,6 @@ func (s *Service) Inbox(ctx context.Context, cred Credentials, afterID int64) (I
 		}
 		if followUps {
 			res.NextStep += " A question with earlier_in_conversation continues a conversation: read its earlier turns first."
-		}
-		if before {
-			res.NextStep += " A question with possibly_answered_before may have been answered already: show the user that " +
-				"answer too; they may answer by pointing to it."
 		}
 		return nil
 	}))

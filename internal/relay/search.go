@@ -26,11 +26,6 @@ const (
 	foundAnswerShown = 600
 	// ownersPage is how many people find_owner returns.
 	ownersPage = 5
-	// relatedChecked is how many questions of an inbox page are checked for
-	// an earlier answer (one search each).
-	relatedChecked = 3
-	// recentAnswers is how far back the inbox's hint may look (db.Search.Newest).
-	recentAnswers = 10_000
 )
 
 // Found is an answered question a search found.
@@ -278,28 +273,4 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-// answeredBefore finds an answered question the caller may see, in another
-// conversation, whose question holds at least 60% of m's words (two at
-// least): likely m answered already.
-func answeredBefore(ctx context.Context, q db.Queries, c caller, m db.Message) (*Found, error) {
-	terms := searchTerms(m.Question)
-	if len(terms) < 2 {
-		return nil, nil
-	}
-	need := max(2, (3*len(terms)+4)/5)
-	// A hint, not a search: the newest window only, so check_inbox stays
-	// as fast with a million answers as with a thousand.
-	found, err := q.SearchMessages(ctx, c.user.OrgID, c.user.ID, db.Search{Terms: terms, Any: true, Newest: recentAnswers}, searchCandidates)
-	if err != nil {
-		return nil, err
-	}
-	for _, x := range rankFound(found, terms)[:min(len(found), searchPage)] {
-		if x.ThreadID != m.ThreadID && len(matching(x.Question, terms)) >= need {
-			f := foundOf(x)
-			return &f, nil
-		}
-	}
-	return nil, nil
 }

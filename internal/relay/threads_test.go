@@ -382,48 +382,6 @@ func TestShareIsApproved(t *testing.T) {
 	})
 }
 
-// TestInboxAnsweredBefore: a question like one answered before, in the
-// open or to the person asked, points to that answer; one answered in
-// private between others does not, and neither does an unrelated one.
-func TestInboxAnsweredBefore(t *testing.T) {
-	t.Parallel()
-	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		ctx := t.Context()
-		f, umar, john, cal, _ := searchTeam(t, s)
-		// Cal asks john what umar asked in the open (message 1), in other words.
-		again := f.ask(cal, AskInput{To: "john", Question: "what's the retry logic of alpha-repo, please?"})
-		// And what umar asked john in private (message 2): john answered it, so he may see it.
-		budget := f.ask(cal, AskInput{To: "john", Question: "Why was the retry budget cut?"})
-		// Dan, who was not in that conversation, must not be pointed to it.
-		f.user("acme", "dan")
-		dan := Credentials{Token: f.login("acme", "dan")}
-		private := f.ask(cal, AskInput{To: "dan", Question: "Why was the retry budget cut?"})
-		unrelated := f.ask(umar, AskInput{To: "john", Question: "Lunch on Friday?"})
-
-		in, err := f.s.Inbox(ctx, john, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		byID := map[int64]*Found{}
-		for _, q := range in.Questions {
-			byID[q.MessageID] = q.AnsweredBefore
-		}
-		if b := byID[again.MessageID]; b == nil || b.MessageID != 1 || !b.Shared {
-			t.Errorf("john's inbox: %d answered before = %+v; want shared message 1", again.MessageID, b)
-		}
-		if b := byID[budget.MessageID]; b == nil || b.MessageID != 2 || b.Shared {
-			t.Errorf("john's inbox: %d answered before = %+v; want his own private message 2", budget.MessageID, b)
-		}
-		if b := byID[unrelated.MessageID]; b != nil {
-			t.Errorf("john's inbox: %d answered before = %+v; want none", unrelated.MessageID, b)
-		}
-		in, err = f.s.Inbox(ctx, dan, 0)
-		if err != nil || len(in.Questions) != 1 || in.Questions[0].MessageID != private.MessageID || in.Questions[0].AnsweredBefore != nil {
-			t.Errorf("dan's inbox = %+v, %v; want cal's question without umar and john's private answer", in, err)
-		}
-	})
-}
-
 // TestSearchOddInput: whatever a person types, a search either runs or says
 // what to do: no query syntax of either backend gets through, and no
 // script, digit form or mark makes a backend fail.
