@@ -95,11 +95,16 @@ type OAuthQueries interface {
 	UseOAuthRefresh(ctx context.Context, hash []byte, at time.Time) (bool, error)
 
 	// PruneOAuth deletes the codes and refresh tokens that expired before
-	// before, and the grants revoked before it with their codes and refresh
-	// tokens, returning how many rows it deleted. (Access tokens keep their
-	// grant id.)
+	// before, the grants revoked before it with their codes and refresh
+	// tokens, and up to pruneClientsBatch registered clients older than
+	// before that no grant names, returning how many rows it deleted.
+	// (Access tokens keep their grant id.)
 	PruneOAuth(ctx context.Context, before time.Time) (int64, error)
 }
+
+// pruneClientsBatch bounds the unused registered clients one PruneOAuth
+// deletes; every registration runs one, so a flood is swept as it comes.
+const pruneClientsBatch = 100
 
 // encodeRedirectURIs stores redirect URIs as a JSON array.
 func encodeRedirectURIs(uris []string) (string, error) {

@@ -105,6 +105,9 @@ func (a pgQueries) PruneOAuth(ctx context.Context, before time.Time) (int64, err
 		func() (int64, error) { return a.q.PruneRevokedOAuthCodes(ctx, &before) },
 		func() (int64, error) { return a.q.PruneRevokedOAuthRefreshTokens(ctx, &before) },
 		func() (int64, error) { return a.q.PruneRevokedOAuthGrants(ctx, &before) },
+		func() (int64, error) {
+			return a.q.PruneUnusedOAuthClients(ctx, pgdb.PruneUnusedOAuthClientsParams{Before: before, MaxRows: pruneClientsBatch})
+		},
 	)
 }
 

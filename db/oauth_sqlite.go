@@ -104,6 +104,9 @@ func (a sqliteQueries) PruneOAuth(ctx context.Context, before time.Time) (int64,
 		func() (int64, error) { return a.q.PruneRevokedOAuthCodes(ctx, &before) },
 		func() (int64, error) { return a.q.PruneRevokedOAuthRefreshTokens(ctx, &before) },
 		func() (int64, error) { return a.q.PruneRevokedOAuthGrants(ctx, &before) },
+		func() (int64, error) {
+			return a.q.PruneUnusedOAuthClients(ctx, sqlitedb.PruneUnusedOAuthClientsParams{Before: before, MaxRows: pruneClientsBatch})
+		},
 	)
 }
 

@@ -728,6 +728,67 @@ func TestPruneOAuth(t *testing.T) {
 	})
 }
 
+// TestPruneUnusedOAuthClients: a registered client that no grant names is
+// deleted once it registered before the cutoff; one a grant names stays,
+// until that grant is pruned; a sweep deletes a bounded batch.
+func TestPruneUnusedOAuthClients(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s db.Store) {
+		ctx := t.Context()
+		seedOrg(t, s, "a", "amy")
+		cutoff := t0.Add(24 * time.Hour)
+		client := func(id string, at time.Time) db.OAuthClient {
+			return db.OAuthClient{ID: id, Name: "Client " + id, CreatedAt: at}
+		}
+		used, revoked := newGrant("a", "amy", "used", t0), newGrant("a", "amy", "revoked", t0)
+		create(t, s, client("client-of-used", t0), client("client-of-revoked", t0), used, revoked,
+			client("old-unused", t0), client("new-unused", cutoff))
+		// Clients a flood left: more than one sweep deletes.
+		const flood = 130
+		for i := range flood {
+			create(t, s, client(fmt.Sprintf("flood-%03d", i), t0.Add(time.Duration(i)*time.Second)))
+		}
+		mustTx(t, s, func(q db.Queries) error {
+			_, err := q.RevokeOAuthGrant(ctx, "a", "amy", "revoked", cutoff.Add(-time.Second))
+			return err
+		})
+		kept := func(id string) bool {
+			var err error
+			view(t, s, func(q db.Queries) error { _, err = q.GetOAuthClient(ctx, id); return nil })
+			if err != nil && err != db.ErrNotFound {
+				t.Fatalf("GetOAuthClient(%s) = %v", id, err)
+			}
+			return err == nil
+		}
+		prune := func() {
+			mustTx(t, s, func(q db.Queries) error { _, err := q.PruneOAuth(ctx, cutoff); return err })
+		}
+		prune()
+		// The first sweep takes the oldest hundred: the used and revoked
+		// clients' neighbours and most of the flood; the rest wait.
+		left := 0
+		for i := range flood {
+			if kept(fmt.Sprintf("flood-%03d", i)) {
+				left++
+			}
+		}
+		if left == 0 || left == flood {
+			t.Errorf("after one sweep %d of %d flood clients are left, want a bounded batch deleted", left, flood)
+		}
+		for range 3 {
+			prune()
+		}
+		for id, want := range map[string]bool{
+			"client-of-used": true, "new-unused": true, "old-unused": false, "client-of-revoked": false,
+			"flood-000": false, fmt.Sprintf("flood-%03d", flood-1): false,
+		} {
+			if got := kept(id); got != want {
+				t.Errorf("after the sweeps: client %s kept = %v, want %v", id, got, want)
+			}
+		}
+	})
+}
+
 // TestOAuthMigrationDown: rolling 00005 back keeps the login tool's tokens
 // and deletes OAuth's (and drops the OAuth tables); migrating up again
 // serves OAuth.

@@ -215,7 +215,7 @@ var (
 		`INSERT INTO oauth_clients (id, name, redirect_uris, created_at)
 		 SELECT 'c' || g, 'Client ' || g, '["http://127.0.0.1/cb"]', now() FROM generate_series(1, 5000) g`,
 		`INSERT INTO oauth_grants (id, org_id, user_id, client_id, client_name, resource, scope, created_at, revoked_at)
-		 SELECT org_id || '/' || id, org_id, id, 'c1', 'Client 1', 'x', 'ctalk', now(),
+		 SELECT org_id || '/' || id, org_id, id, 'c' || (1 + abs(hashtext(org_id || id)) % 5000), 'Client', 'x', 'ctalk', now(),
 		        CASE WHEN id = 'u9' THEN now() - interval '1 day' END FROM users`,
 		`INSERT INTO auth_tokens (token_hash, org_id, user_id, created_at, expires_at, grant_id, resource, scope)
 		 SELECT sha256(convert_to('oauth/' || id, 'UTF8')), org_id, user_id, now(), now() + interval '1 hour', id, 'x', 'ctalk'
@@ -255,7 +255,7 @@ var (
 		 INSERT INTO oauth_clients (id, name, redirect_uris, created_at)
 		 SELECT 'c' || i, 'Client ' || i, '["http://127.0.0.1/cb"]', '2026-03-01T09:00:00.000000Z' FROM g`,
 		`INSERT INTO oauth_grants (id, org_id, user_id, client_id, client_name, resource, scope, created_at, revoked_at)
-		 SELECT org_id || '/' || id, org_id, id, 'c1', 'Client 1', 'x', 'ctalk', '2026-03-01T09:00:00.000000Z',
+		 SELECT org_id || '/' || id, org_id, id, 'c' || (1 + rowid % 500), 'Client', 'x', 'ctalk', '2026-03-01T09:00:00.000000Z',
 		        CASE WHEN id = 'u9' THEN '2026-02-28T09:00:00.000000Z' END FROM users`,
 		`INSERT INTO auth_tokens (token_hash, org_id, user_id, created_at, expires_at, grant_id, resource, scope)
 		 SELECT randomblob(32), org_id, user_id, '2026-03-01T09:00:00.000000Z', '2026-03-01T10:00:00.000000Z', id, 'x', 'ctalk'

@@ -104,7 +104,8 @@ func quoteShort(s string) string {
 
 // RegisterOAuthClient stores a client that registered itself (RFC 7591);
 // the face has validated its metadata. Registrations are counted per client
-// address, so a flood of them backs off.
+// address, so a flood of them backs off, and a client that has not signed
+// anyone in within a day of registering is deleted.
 func (s *Service) RegisterOAuthClient(ctx context.Context, name string, redirectURIs []string) (db.OAuthClient, error) {
 	if addr := addrKey(ctx); addr != "" {
 		err := s.count(ctx, func(wait time.Duration) error {
@@ -115,7 +116,17 @@ func (s *Service) RegisterOAuthClient(ctx context.Context, name string, redirect
 		}
 	}
 	c := db.OAuthClient{ID: "ctalk-client-" + randomID(16), Name: name, RedirectURIs: redirectURIs, CreatedAt: s.clock()}
-	if err := s.store.InTx(ctx, func(q db.Queries) error { return q.CreateOAuthClient(ctx, c) }); err != nil {
+	err := s.store.InTx(ctx, func(q db.Queries) error {
+		if err := q.CreateOAuthClient(ctx, c); err != nil {
+			return err
+		}
+		// Registration needs no account: each one sweeps clients that
+		// registered a day ago and never signed anyone in, so the table
+		// holds about a day's registrations however long a flood goes on.
+		_, err := q.PruneOAuth(ctx, c.CreatedAt.Add(-oauthKeep))
+		return err
+	})
+	if err != nil {
 		return db.OAuthClient{}, err
 	}
 	return c, nil
