@@ -59,7 +59,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
 		MaxSessions: cfg.MaxSessions, Metrics: m, MetricsToken: cfg.Obs.MetricsToken,
 	})
 	defer notify.NewWorker(notify.Config{Store: store, PublicURL: cfg.PublicURL, SMTP: cfg.Notify.SMTP,
-		Guard: cfg.Notify.Guard(), Logger: logger, Metrics: m}).Start(ctx)()
+		Guard: cfg.Notify.Guard(), Lease: cfg.Notify.Lease, Logger: logger, Metrics: m}).Start(ctx)()
 	if _, err := server.ServeMetrics(ctx, cfg.Obs.MetricsAddr, m, logger); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Env is the notifications' configuration from the environment.
@@ -14,6 +15,9 @@ type Env struct {
 	// AllowPrivate lets webhooks reach private and loopback addresses
 	// (CTALK_WEBHOOK_ALLOW_PRIVATE=1).
 	AllowPrivate bool
+	// Lease is how long a replica holds a claimed notification
+	// (CTALK_NOTIFY_LEASE; 0: the worker's default).
+	Lease time.Duration
 }
 
 // EnvHelp documents the variables LoadEnv reads, as `ctalk --help` lists them.
@@ -25,6 +29,8 @@ const EnvHelp = `  CTALK_SMTP_URL          SMTP server for notification emails: 
   CTALK_WEBHOOK_ALLOW_PRIVATE
                           1: notification webhooks may go to private and loopback addresses
                           and plain http (default 0: public https only)
+  CTALK_NOTIFY_LEASE      how long a replica holds a notification it is sending: if it dies
+                          meanwhile, another sends it after this (default 2m; at least 1s)
 `
 
 // LoadEnv reads the notifications' variables, with errors that say what to write.
@@ -40,6 +46,11 @@ func LoadEnv(getenv func(string) string) (Env, error) {
 		e.AllowPrivate = true
 	default:
 		return e, fmt.Errorf("CTALK_WEBHOOK_ALLOW_PRIVATE=%q: use 1 to allow private webhook destinations, or unset it", v)
+	}
+	if v := strings.TrimSpace(getenv("CTALK_NOTIFY_LEASE")); v != "" {
+		if e.Lease, err = time.ParseDuration(v); err != nil || e.Lease < time.Second {
+			return e, fmt.Errorf("CTALK_NOTIFY_LEASE=%q is not a duration of at least 1s: use a value such as 2m, or unset it", v)
+		}
 	}
 	return e, nil
 }

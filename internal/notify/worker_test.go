@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/mail"
 	"strings"
 	"sync"
@@ -17,11 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
 	"github.com/ctalk/ctalk/internal/notify"
+	"github.com/ctalk/ctalk/internal/testkit"
 )
 
 // t0 is the fixtures' clock: UTC with microseconds, as both backends store times.
@@ -34,130 +32,28 @@ func newClock() *clock               { c := &clock{}; c.ns.Store(t0.UnixNano());
 func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
-// --- a real SMTP server in the test process (go-smtp) ---
-
-type mailMsg struct {
-	from, to string
-	data     []byte
-}
-
-type mailbox struct {
-	mu   sync.Mutex
-	msgs []mailMsg
-}
-
-func (b *mailbox) NewSession(*smtp.Conn) (smtp.Session, error) { return &mailSession{box: b}, nil }
-
-func (b *mailbox) all() []mailMsg {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]mailMsg(nil), b.msgs...)
-}
-
-type mailSession struct {
-	box      *mailbox
-	from, to string
-}
-
-func (s *mailSession) Reset()        {}
-func (s *mailSession) Logout() error { return nil }
-func (s *mailSession) Mail(from string, _ *smtp.MailOptions) error {
-	s.from = from
-	return nil
-}
-func (s *mailSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	s.to = to
-	return nil
-}
-func (s *mailSession) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.box.mu.Lock()
-	s.box.msgs = append(s.box.msgs, mailMsg{s.from, s.to, b})
-	s.box.mu.Unlock()
-	return nil
-}
-
-// startSMTP runs an SMTP server offering STARTTLS with httptest's
-// certificate (for 127.0.0.1), and returns its mailbox and the SMTP
-// configuration that trusts it.
-func startSMTP(t *testing.T) (*mailbox, *notify.SMTP) {
+// startSMTP runs a real SMTP server offering STARTTLS and returns it with
+// the SMTP configuration that trusts it.
+func startSMTP(t *testing.T) (*testkit.SMTPServer, *notify.SMTP) {
 	t.Helper()
-	tlsSrv := httptest.NewUnstartedServer(http.NotFoundHandler())
-	tlsSrv.StartTLS()
-	t.Cleanup(tlsSrv.Close)
-	box := &mailbox{}
-	srv := smtp.NewServer(box)
-	srv.Domain = "localhost"
-	srv.TLSConfig = &tls.Config{Certificates: tlsSrv.TLS.Certificates}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv := testkit.StartSMTP(t)
+	cfg, err := notify.ParseSMTP("smtp://"+srv.Addr, "ctalk <ctalk@example.com>")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	port := ln.Addr().(*net.TCPAddr).Port
-	cfg, err := notify.ParseSMTP(fmt.Sprintf("smtp://127.0.0.1:%d", port), "ctalk <ctalk@example.com>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := tlsSrv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	cfg.TLSConfig = &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"}
-	return box, cfg
+	cfg.TLSConfig = &tls.Config{RootCAs: srv.Roots, ServerName: "127.0.0.1"}
+	return srv, cfg
 }
 
-// --- a local webhook receiver ---
-
-type hit struct {
-	id, sig string
-	body    []byte
-	status  int
-}
-
-// receiver records every request; fail decides, per request number (from
-// 1), whether to answer 500.
-type receiver struct {
-	srv  *httptest.Server
-	mu   sync.Mutex
-	hits []hit
-	fail func(n int) bool
-}
-
-func startReceiver(t *testing.T, fail func(n int) bool) *receiver {
-	t.Helper()
-	r := &receiver{fail: fail}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		status := http.StatusOK
-		if r.fail != nil && r.fail(len(r.hits)+1) {
-			status = http.StatusInternalServerError
+// startReceiver is a webhook receiver answering 500 to the requests fail
+// picks (by number, from 1).
+func startReceiver(t *testing.T, fail func(n int) bool) *testkit.Receiver {
+	return testkit.StartReceiver(t, func(n int, _ *http.Request) int {
+		if fail != nil && fail(n) {
+			return http.StatusInternalServerError
 		}
-		r.hits = append(r.hits, hit{req.Header.Get(notify.IDHeader), req.Header.Get(notify.SignatureHeader), body, status})
-		r.mu.Unlock()
-		w.WriteHeader(status)
-	}))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *receiver) all() []hit {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]hit(nil), r.hits...)
-}
-
-// delivered counts the 2xx deliveries by notification id.
-func (r *receiver) delivered() map[string]int {
-	out := map[string]int{}
-	for _, h := range r.all() {
-		if h.status == http.StatusOK {
-			out[h.id]++
-		}
-	}
-	return out
+		return http.StatusOK
+	})
 }
 
 // --- data ---
@@ -245,11 +141,11 @@ func drain(t *testing.T, w *notify.Worker) {
 // bobOnSlack is organization acme where bob is told of questions on a
 // Slack-style receiver (fail as startReceiver's), his settings changed by
 // edit when not nil.
-func bobOnSlack(t *testing.T, s db.Store, fail func(int) bool, edit func(*db.NotificationSettings)) *receiver {
+func bobOnSlack(t *testing.T, s db.Store, fail func(int) bool, edit func(*db.NotificationSettings)) *testkit.Receiver {
 	t.Helper()
 	rcv := startReceiver(t, fail)
 	team(t, s, "acme", "amy", "bob")
-	st := db.NotificationSettings{OrgID: "acme", UserID: "bob", Channel: db.ChannelSlack, Address: rcv.srv.URL, OnQuestions: true}
+	st := db.NotificationSettings{OrgID: "acme", UserID: "bob", Channel: db.ChannelSlack, Address: rcv.URL, OnQuestions: true}
 	if edit != nil {
 		edit(&st)
 	}
@@ -274,9 +170,9 @@ func TestDeliversEmailAndWebhook(t *testing.T) {
 		team(t, s, "acme", "amy", "bob", "cal")
 		settings(t, s, db.NotificationSettings{OrgID: "acme", UserID: "bob", Channel: db.ChannelEmail, Address: "bob@example.com", OnQuestions: true})
 		secret := notify.NewSecret()
-		settings(t, s, db.NotificationSettings{OrgID: "acme", UserID: "cal", Channel: db.ChannelWebhook, Address: rcv.srv.URL + "/hook?token=url-secret",
+		settings(t, s, db.NotificationSettings{OrgID: "acme", UserID: "cal", Channel: db.ChannelWebhook, Address: rcv.URL + "/hook?token=url-secret",
 			Secret: secret, OnQuestions: true})
-		settings(t, s, db.NotificationSettings{OrgID: "acme", UserID: "amy", Channel: db.ChannelWebhook, Address: rcv.srv.URL + "/amy",
+		settings(t, s, db.NotificationSettings{OrgID: "acme", UserID: "amy", Channel: db.ChannelWebhook, Address: rcv.URL + "/amy",
 			Secret: secret, OnAnswers: true})
 		c := newClock()
 		w := notify.NewWorker(notify.Config{Store: s, SMTP: smtpCfg, Guard: local, PublicURL: "https://ctalk.example.com/", Now: c.now})
@@ -286,11 +182,11 @@ func TestDeliversEmailAndWebhook(t *testing.T) {
 		drain(t, w)
 		drain(t, w) // nothing left: nothing sent twice
 
-		mails := box.all()
-		if len(mails) != 1 || mails[0].to != "bob@example.com" || mails[0].from != "ctalk@example.com" {
+		mails := box.Mails()
+		if len(mails) != 1 || mails[0].To != "bob@example.com" || mails[0].From != "ctalk@example.com" {
 			t.Fatalf("emails = %+v, want one to bob", mails)
 		}
-		msg, err := mail.ReadMessage(bytes.NewReader(mails[0].data))
+		msg, err := mail.ReadMessage(bytes.NewReader(mails[0].Data))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,23 +201,23 @@ func TestDeliversEmailAndWebhook(t *testing.T) {
 		if !strings.Contains(string(body), "Name amy (amy) asked you a question in ctalk") || !strings.Contains(string(body), link) {
 			t.Errorf("email body lacks who asked or the link %s:\n%s", link, body)
 		}
-		hits := rcv.all()
+		hits := rcv.Hits()
 		if len(hits) != 1 {
 			t.Fatalf("webhook requests = %d, want 1", len(hits))
 		}
-		if err := notify.Verify([]byte(secret), hits[0].sig, hits[0].body, time.Now(), 100*24*time.Hour); err != nil {
+		if err := notify.Verify([]byte(secret), hits[0].Signature, hits[0].Body, time.Now(), 100*24*time.Hour); err != nil {
 			t.Errorf("webhook signature: %v", err)
 		}
 		var ev notify.Event
-		if err := json.Unmarshal(hits[0].body, &ev); err != nil {
+		if err := json.Unmarshal(hits[0].Body, &ev); err != nil {
 			t.Fatal(err)
 		}
-		if ev.ID != hits[0].id || ev.Type != "question.asked" || ev.OrgID != "acme" || ev.MessageID != toCal.ID || ev.ThreadID != toCal.ThreadID ||
+		if ev.ID != hits[0].ID || ev.Type != "question.asked" || ev.OrgID != "acme" || ev.MessageID != toCal.ID || ev.ThreadID != toCal.ThreadID ||
 			ev.From != (notify.EventPerson{UserID: "amy", Name: "Name amy"}) || ev.Excerpt != nil || ev.URL == nil || !ev.CreatedAt.Equal(t0) {
-			t.Errorf("webhook event = %+v (id header %q)", ev, hits[0].id)
+			t.Errorf("webhook event = %+v (id header %q)", ev, hits[0].ID)
 		}
 		for _, leak := range []string{"secret runbook", "secret deploy", "url-secret"} {
-			if bytes.Contains(mails[0].data, []byte(leak)) || bytes.Contains(hits[0].body, []byte(leak)) {
+			if bytes.Contains(mails[0].Data, []byte(leak)) || bytes.Contains(hits[0].Body, []byte(leak)) {
 				t.Errorf("a notification holds %q with excerpts off", leak)
 			}
 		}
@@ -335,11 +231,11 @@ func TestDeliversEmailAndWebhook(t *testing.T) {
 		answer(t, s, toCal, "Yes, "+strings.Repeat("deploying ", 40), t0.Add(time.Minute))
 		c.add(time.Minute)
 		drain(t, w)
-		hits = rcv.all()
+		hits = rcv.Hits()
 		if len(hits) != 2 {
 			t.Fatalf("webhook requests = %d, want 2", len(hits))
 		}
-		if err := json.Unmarshal(hits[1].body, &ev); err != nil {
+		if err := json.Unmarshal(hits[1].Body, &ev); err != nil {
 			t.Fatal(err)
 		}
 		if ev.Type != "answer.received" || ev.From.UserID != "cal" || ev.Excerpt == nil || !strings.HasPrefix(*ev.Excerpt, "Yes, deploying") ||
@@ -366,11 +262,11 @@ func TestRetriesUntilRecovered(t *testing.T) {
 			drain(t, w)
 			c.add(time.Minute) // past any backoff
 		}
-		hits := rcv.all()
-		if len(hits) != 4 || hits[0].id == "" || hits[3].id != hits[0].id {
+		hits := rcv.Hits()
+		if len(hits) != 4 || hits[0].ID == "" || hits[3].ID != hits[0].ID {
 			t.Fatalf("requests = %+v, want 4 with one id", hits)
 		}
-		if got := rcv.delivered(); len(got) != 1 || got[hits[0].id] != 1 {
+		if got := rcv.Delivered(); len(got) != 1 || got[hits[0].ID] != 1 {
 			t.Errorf("delivered = %v, want the id once", got)
 		}
 		var st db.NotificationSettings
@@ -382,7 +278,7 @@ func TestRetriesUntilRecovered(t *testing.T) {
 			t.Errorf("settings after recovering = %+v", st)
 		}
 		var text struct{ Text string }
-		json.Unmarshal(hits[3].body, &text)
+		json.Unmarshal(hits[3].Body, &text)
 		if !strings.HasPrefix(text.Text, "Name amy (amy) asked you a question in ctalk.") {
 			t.Errorf("slack text = %q", text.Text)
 		}
@@ -414,7 +310,7 @@ func TestGivesUpAndPauses(t *testing.T) {
 		}
 		// one: 2 attempts, failed; two: 1 attempt, then the pause (3 in a
 		// row), then skipped at its second claim.
-		if n := len(rcv.all()); n != 3 {
+		if n := len(rcv.Hits()); n != 3 {
 			t.Errorf("requests = %d, want 3", n)
 		}
 		var failed []db.FailedNotification
@@ -426,7 +322,7 @@ func TestGivesUpAndPauses(t *testing.T) {
 			st, err = q.GetNotificationSettings(t.Context(), "acme", "bob")
 			return err
 		})
-		host := strings.TrimPrefix(rcv.srv.URL, "http://")
+		host := strings.TrimPrefix(rcv.URL, "http://")
 		if len(failed) != 1 || failed[0].Attempts != 2 || failed[0].LastError != "HTTP 500 from "+host {
 			t.Errorf("failed = %+v", failed)
 		}
@@ -440,9 +336,9 @@ func TestGivesUpAndPauses(t *testing.T) {
 			Type        string
 			Attachments []struct{ ContentType string }
 		}
-		if err := json.Unmarshal(rcv.all()[0].body, &teams); err != nil || teams.Type != "message" || len(teams.Attachments) != 1 ||
+		if err := json.Unmarshal(rcv.Hits()[0].Body, &teams); err != nil || teams.Type != "message" || len(teams.Attachments) != 1 ||
 			teams.Attachments[0].ContentType != "application/vnd.microsoft.card.adaptive" {
-			t.Errorf("teams body = %s", rcv.all()[0].body)
+			t.Errorf("teams body = %s", rcv.Hits()[0].Body)
 		}
 	})
 }
@@ -461,12 +357,12 @@ func TestDigestDelay(t *testing.T) {
 		c.add(5 * time.Minute)
 		answer(t, s, quick, "done", c.now())
 		drain(t, w)
-		if n := len(rcv.all()); n != 0 {
+		if n := len(rcv.Hits()); n != 0 {
 			t.Fatalf("%d requests within the delay, want none", n)
 		}
 		c.add(10*time.Minute + time.Second)
 		drain(t, w)
-		if n := len(rcv.all()); n != 1 {
+		if n := len(rcv.Hits()); n != 1 {
 			t.Fatalf("%d requests after the delay, want 1 (the unanswered question)", n)
 		}
 		if n := pending(t, s); n != 0 {
@@ -489,12 +385,12 @@ func TestQuietHours(t *testing.T) {
 		drain(t, w)
 		c.add(time.Hour + 14*time.Minute) // 12:14 in Berlin
 		drain(t, w)
-		if n := len(rcv.all()); n != 0 {
+		if n := len(rcv.Hits()); n != 0 {
 			t.Fatalf("%d requests in quiet hours, want none", n)
 		}
 		c.add(time.Minute)
 		drain(t, w)
-		if n := len(rcv.all()); n != 1 {
+		if n := len(rcv.Hits()); n != 1 {
 			t.Fatalf("%d requests after quiet hours, want 1", n)
 		}
 	})
@@ -553,7 +449,7 @@ func TestTwoWorkersOnePostgres(t *testing.T) {
 	b := dbtest.Open(t, db.Config{DatabaseURL: url})
 	rcv := startReceiver(t, nil)
 	team(t, a, "acme", "amy", "bob")
-	settings(t, a, db.NotificationSettings{OrgID: "acme", UserID: "bob", Channel: db.ChannelSlack, Address: rcv.srv.URL, OnQuestions: true})
+	settings(t, a, db.NotificationSettings{OrgID: "acme", UserID: "bob", Channel: db.ChannelSlack, Address: rcv.URL, OnQuestions: true})
 	const n = 400
 	for i := range n {
 		ask(t, a, "acme", "amy", "bob", fmt.Sprint("q", i), t0)
@@ -570,7 +466,7 @@ func TestTwoWorkersOnePostgres(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
-	got := rcv.delivered()
+	got := rcv.Delivered()
 	if len(got) != n {
 		t.Errorf("%d distinct notifications delivered, want %d", len(got), n)
 	}
@@ -595,10 +491,10 @@ func TestWorkerWakesOnEvents(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // the first round found nothing; now it sleeps
 		ask(t, s, "acme", "amy", "bob", "q", time.Now().UTC().Truncate(time.Microsecond))
 		deadline := time.Now().Add(30 * time.Second)
-		for len(rcv.all()) == 0 && time.Now().Before(deadline) {
+		for len(rcv.Hits()) == 0 && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		if len(rcv.all()) != 1 {
+		if len(rcv.Hits()) != 1 {
 			t.Fatal("the worker did not deliver a new question without a poll")
 		}
 	})
