@@ -170,8 +170,10 @@ func (w *Worker) Drain(ctx context.Context) (int, error) {
 	}
 }
 
-// RunOnce claims one batch of due notifications and delivers it, and
-// returns how many it claimed.
+// RunOnce claims one batch of due notifications, delivers it, and records
+// the outcomes in one transaction; it returns how many it claimed. (A
+// worker that dies between sending and recording leaves its batch to be
+// sent again when the lease ends: at least once.)
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	now := w.now()
 	var batch []db.NotificationDelivery
@@ -182,46 +184,56 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	if err != nil || len(batch) == 0 {
 		return 0, err
 	}
+	results := make([]result, len(batch))
 	sem := make(chan struct{}, w.cfg.Concurrency)
 	var wg sync.WaitGroup
-	errs := make([]error, len(batch))
 	for i, d := range batch {
 		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = w.deliver(ctx, d)
-		}()
+		wg.Go(func() {
+			defer func() { <-sem }()
+			results[i] = w.deliver(ctx, d)
+		})
 	}
 	wg.Wait()
-	return len(batch), errors.Join(errs...)
+	if ctx.Err() != nil {
+		return len(batch), nil // shutting down: what was sent goes again after the lease
+	}
+	return len(batch), w.record(ctx, results)
+}
+
+// result is what became of one claimed notification.
+type result struct {
+	d       db.NotificationDelivery
+	outcome string    // an Outcome constant, "retry" or "postpone"
+	err     string    // the failed attempt's error
+	until   time.Time // postpone: when quiet hours end
 }
 
 // deliver handles one claimed notification: skips what is no longer
 // wanted, suppresses a question answered within the delay, postpones past
-// quiet hours, or sends and records the outcome.
-func (w *Worker) deliver(ctx context.Context, d db.NotificationDelivery) error {
+// quiet hours, or sends it.
+func (w *Worker) deliver(ctx context.Context, d db.NotificationDelivery) result {
 	now := w.now()
 	switch {
 	case d.Channel == db.ChannelNone || d.PausedAt != nil ||
 		(d.Kind == db.NotifyQuestion && !d.OnQuestions) || (d.Kind == db.NotifyAnswer && !d.OnAnswers):
-		return w.finish(ctx, d, db.OutcomeSkipped, "")
+		return result{d: d, outcome: db.OutcomeSkipped}
 	case d.Kind == db.NotifyQuestion && d.AnsweredAt != nil:
-		return w.finish(ctx, d, db.OutcomeSuppressed, "")
+		return result{d: d, outcome: db.OutcomeSuppressed}
 	}
 	if loc, err := time.LoadLocation(d.TimeZone); err == nil {
 		if until, quiet := QuietUntil(now, int(d.QuietStart), int(d.QuietEnd), loc); quiet {
-			return w.cfg.Store.InTx(ctx, func(q db.Queries) error { return q.PostponeNotification(ctx, d.ID, until) })
+			return result{d: d, outcome: "postpone", until: until}
 		}
 	}
-	sendErr := w.send(ctx, d, now)
-	if ctx.Err() != nil {
-		return nil // shutting down: the lease runs out and another round sends it
+	if err := w.send(ctx, d, now); err != nil {
+		r := result{d: d, outcome: "retry", err: shortError(err)}
+		if int(d.Attempts) >= w.cfg.MaxAttempts {
+			r.outcome = db.OutcomeFailed
+		}
+		return r
 	}
-	if sendErr == nil {
-		return w.finish(ctx, d, db.OutcomeSent, "")
-	}
-	return w.failed(ctx, d, shortError(sendErr))
+	return result{d: d, outcome: db.OutcomeSent}
 }
 
 // send renders and sends one notification on its channel.
@@ -238,52 +250,55 @@ func (w *Worker) send(ctx context.Context, d db.NotificationDelivery, now time.T
 	return post(ctx, w.client, d.Address, d.Channel, d.Secret, c, now)
 }
 
-// finish records a notification's final outcome (sent also clears the
-// endpoint's consecutive failures).
-func (w *Worker) finish(ctx context.Context, d db.NotificationDelivery, outcome, lastError string) error {
+// record stores a batch's outcomes in one transaction: each finished
+// notification marked once, each failed attempt retried after its backoff
+// and counted against its endpoint (paused after PauseAfter in a row), a
+// delivery clearing that count.
+func (w *Worker) record(ctx context.Context, results []result) error {
+	now := w.now()
 	err := w.cfg.Store.InTx(ctx, func(q db.Queries) error {
-		if _, err := q.FinishNotification(ctx, d.ID, outcome, lastError, w.now()); err != nil {
-			return err
-		}
-		if outcome == db.OutcomeSent && d.Channel != db.ChannelNone {
-			return q.NotificationDelivered(ctx, d.OrgID, d.UserID)
+		for _, r := range results {
+			if err := w.recordOne(ctx, q, r, now); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 	if err == nil {
-		w.cfg.Metrics.NotificationAttempt(d.Channel, outcome)
+		for _, r := range results {
+			if r.outcome != "postpone" {
+				w.cfg.Metrics.NotificationAttempt(r.d.Channel, r.outcome)
+			}
+		}
 	}
 	return err
 }
 
-// failed records a failed attempt: a retry after the backoff, or the end
-// after the last attempt; the endpoint's failures are counted and, past
-// PauseAfter in a row, it is paused.
-func (w *Worker) failed(ctx context.Context, d db.NotificationDelivery, msg string) error {
-	now := w.now()
-	outcome := "retry"
-	if int(d.Attempts) >= w.cfg.MaxAttempts {
-		outcome = db.OutcomeFailed
+func (w *Worker) recordOne(ctx context.Context, q db.Queries, r result, now time.Time) error {
+	d := r.d
+	switch r.outcome {
+	case "postpone":
+		return q.PostponeNotification(ctx, d.ID, r.until)
+	case "retry":
+		if err := q.RetryNotification(ctx, d.ID, now.Add(w.backoff(int(d.Attempts))), r.err); err != nil {
+			return err
+		}
+	default:
+		if _, err := q.FinishNotification(ctx, d.ID, r.outcome, r.err, now); err != nil {
+			return err
+		}
+		if r.outcome == db.OutcomeSent {
+			return q.NotificationDelivered(ctx, d.OrgID, d.UserID)
+		}
+		if r.outcome != db.OutcomeFailed {
+			return nil
+		}
 	}
-	err := w.cfg.Store.InTx(ctx, func(q db.Queries) error {
-		if outcome == db.OutcomeFailed {
-			if _, err := q.FinishNotification(ctx, d.ID, db.OutcomeFailed, msg, now); err != nil {
-				return err
-			}
-		} else if err := q.RetryNotification(ctx, d.ID, now.Add(w.backoff(int(d.Attempts))), msg); err != nil {
-			return err
-		}
-		n, err := q.NotificationFailed(ctx, d.OrgID, d.UserID)
-		if err != nil || n < w.cfg.PauseAfter {
-			return err
-		}
-		_, err = q.PauseNotifications(ctx, d.OrgID, d.UserID, now,
-			fmt.Sprintf("%d deliveries in a row failed (last: %s)", n, msg))
+	n, err := q.NotificationFailed(ctx, d.OrgID, d.UserID)
+	if err != nil || n < w.cfg.PauseAfter {
 		return err
-	})
-	if err == nil {
-		w.cfg.Metrics.NotificationAttempt(d.Channel, outcome)
 	}
+	_, err = q.PauseNotifications(ctx, d.OrgID, d.UserID, now, fmt.Sprintf("%d deliveries in a row failed (last: %s)", n, r.err))
 	return err
 }
 

@@ -59,7 +59,7 @@ func startReceiver(t *testing.T, fail func(n int) bool) *testkit.Receiver {
 // --- data ---
 
 // team creates organization orgID with people; who asks whom is up to the test.
-func team(t *testing.T, s db.Store, orgID string, people ...string) {
+func team(t testing.TB, s db.Store, orgID string, people ...string) {
 	t.Helper()
 	err := s.InTx(t.Context(), func(q db.Queries) error {
 		if err := q.CreateOrganization(t.Context(), db.Organization{ID: orgID, Name: "Org " + orgID, AdminPasswordHash: "x", CreatedAt: t0}); err != nil {
@@ -77,7 +77,7 @@ func team(t *testing.T, s db.Store, orgID string, people ...string) {
 	}
 }
 
-func settings(t *testing.T, s db.Store, st db.NotificationSettings) {
+func settings(t testing.TB, s db.Store, st db.NotificationSettings) {
 	t.Helper()
 	if st.TimeZone == "" {
 		st.TimeZone = "UTC"
