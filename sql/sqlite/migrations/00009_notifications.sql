@@ -41,14 +41,11 @@ CREATE TABLE notification_outbox (
     locked_until    TIMESTAMP,
     delivered_at    TIMESTAMP,
     outcome         TEXT        NOT NULL DEFAULT '',
-    last_error      TEXT        NOT NULL DEFAULT '',
-    FOREIGN KEY (org_id, message_id) REFERENCES messages (org_id, id) ON DELETE CASCADE,
-    FOREIGN KEY (org_id, user_id) REFERENCES users (org_id, id) ON DELETE CASCADE
+    last_error      TEXT        NOT NULL DEFAULT ''
 );
 CREATE INDEX notification_outbox_due ON notification_outbox (next_attempt_at) WHERE delivered_at IS NULL;
 CREATE INDEX notification_outbox_failed ON notification_outbox (org_id, id) WHERE outcome = 'failed';
 CREATE INDEX notification_outbox_message ON notification_outbox (org_id, message_id);
-CREATE INDEX notification_outbox_user ON notification_outbox (org_id, user_id);
 
 -- A delayed question comes due delay_seconds after it was asked, written in
 -- the store's time format (strftime's %f has milliseconds; the zeros keep
@@ -80,7 +77,17 @@ BEGIN
 END;
 -- +goose StatementEnd
 
+-- No foreign keys on the outbox (see PostgreSQL's migration): this
+-- trigger deletes a message's notifications with it.
+-- +goose StatementBegin
+CREATE TRIGGER notification_outbox_deleted AFTER DELETE ON messages
+BEGIN
+    DELETE FROM notification_outbox WHERE org_id = old.org_id AND message_id = old.id;
+END;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP TRIGGER notification_outbox_deleted;
 DROP TRIGGER notification_outbox_answered;
 DROP TRIGGER notification_outbox_asked;
 DROP TABLE notification_outbox;
