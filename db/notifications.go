@@ -154,6 +154,9 @@ type NotificationQueries interface {
 	NextNotificationDue(ctx context.Context) (at time.Time, ok bool, err error)
 	// CountPendingNotifications counts the unfinished notifications.
 	CountPendingNotifications(ctx context.Context) (int64, error)
+	// PruneNotifications deletes up to limit notifications finished before
+	// cutoff and returns how many.
+	PruneNotifications(ctx context.Context, cutoff time.Time, limit int) (int64, error)
 }
 
 func (a pgQueries) GetNotificationSettings(ctx context.Context, orgID, userID string) (NotificationSettings, error) {
@@ -319,5 +322,15 @@ func (a pgQueries) CountPendingNotifications(ctx context.Context) (int64, error)
 
 func (a sqliteQueries) CountPendingNotifications(ctx context.Context) (int64, error) {
 	n, err := a.q.CountPendingNotifications(ctx)
+	return n, sqliteError(err)
+}
+
+func (a pgQueries) PruneNotifications(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	n, err := a.q.PruneNotifications(ctx, pgdb.PruneNotificationsParams{Cutoff: &cutoff, MaxRows: int32(limit)})
+	return n, pgError(err)
+}
+
+func (a sqliteQueries) PruneNotifications(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	n, err := a.q.PruneNotifications(ctx, sqlitedb.PruneNotificationsParams{Cutoff: &cutoff, MaxRows: int64(limit)})
 	return n, sqliteError(err)
 }

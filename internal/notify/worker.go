@@ -58,6 +58,10 @@ type Config struct {
 	PauseAfter int
 	// Idle is the safety poll (default 1 min).
 	Idle time.Duration
+	// Keep is how long finished notifications stay (the admins' failed
+	// list, a receiver's questions) before the hourly prune deletes them
+	// (default 30 days).
+	Keep time.Duration
 	// Now is the clock (default time.Now).
 	Now     func() time.Time
 	Logger  *slog.Logger
@@ -89,6 +93,7 @@ func NewWorker(cfg Config) *Worker {
 	def(&cfg.BackoffBase, 30*time.Second)
 	def(&cfg.BackoffCap, time.Hour)
 	def(&cfg.Idle, time.Minute)
+	def(&cfg.Keep, 30*24*time.Hour)
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 8
 	}
@@ -126,6 +131,7 @@ func (w *Worker) Run(ctx context.Context) {
 	defer cancel()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var pruned time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -136,7 +142,36 @@ func (w *Worker) Run(ctx context.Context) {
 		if _, err := w.Drain(ctx); err != nil && ctx.Err() == nil {
 			w.log.Error("notifications: delivery round failed", "err", err)
 		}
+		if time.Since(pruned) >= time.Hour {
+			pruned = time.Now()
+			if n, err := w.Prune(ctx); err != nil && ctx.Err() == nil {
+				w.log.Error("notifications: prune failed", "err", err)
+			} else if n > 0 {
+				w.log.Info("notifications: pruned finished notifications", "deleted", n)
+			}
+		}
 		timer.Reset(w.sleep(ctx))
+	}
+}
+
+// pruneBatch is how many finished notifications one prune transaction deletes.
+const pruneBatch = 1000
+
+// Prune deletes the notifications finished more than Keep ago, a batch a
+// transaction, and returns how many.
+func (w *Worker) Prune(ctx context.Context) (int64, error) {
+	cutoff := w.now().Add(-w.cfg.Keep)
+	var total int64
+	for {
+		var n int64
+		err := w.cfg.Store.InTx(ctx, func(q db.Queries) (err error) {
+			n, err = q.PruneNotifications(ctx, cutoff, pruneBatch)
+			return err
+		})
+		total += n
+		if err != nil || n < pruneBatch {
+			return total, err
+		}
 	}
 }
 

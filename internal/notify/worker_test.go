@@ -368,6 +368,15 @@ func TestDigestDelay(t *testing.T) {
 		if n := pending(t, s); n != 0 {
 			t.Errorf("pending = %d, want 0 (one sent, one suppressed)", n)
 		}
+		// Finished notifications go after Keep (30 days), not before.
+		c.add(29 * 24 * time.Hour)
+		if n, err := w.Prune(t.Context()); n != 0 || err != nil {
+			t.Errorf("Prune after 29 days = %d, %v; want 0", n, err)
+		}
+		c.add(2 * 24 * time.Hour)
+		if n, err := w.Prune(t.Context()); n != 2 || err != nil {
+			t.Errorf("Prune after 31 days = %d, %v; want 2", n, err)
+		}
 	})
 }
 

@@ -83,3 +83,11 @@ LIMIT 1;
 
 -- name: CountPendingNotifications :one
 SELECT count(*) FROM notification_outbox WHERE delivered_at IS NULL;
+
+-- name: PruneNotifications :execrows
+-- Deletes up to max_rows notifications finished before the cutoff.
+DELETE FROM notification_outbox
+WHERE id IN (
+    SELECT f.id FROM notification_outbox f
+    WHERE f.delivered_at < sqlc.arg(cutoff)
+    LIMIT sqlc.arg(max_rows));

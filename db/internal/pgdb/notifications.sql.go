@@ -409,6 +409,28 @@ func (q *Queries) PostponeNotification(ctx context.Context, arg PostponeNotifica
 	return result.RowsAffected(), nil
 }
 
+const pruneNotifications = `-- name: PruneNotifications :execrows
+DELETE FROM notification_outbox
+WHERE id IN (
+    SELECT f.id FROM notification_outbox f
+    WHERE f.delivered_at < $1
+    LIMIT $2)
+`
+
+type PruneNotificationsParams struct {
+	Cutoff  *time.Time
+	MaxRows int32
+}
+
+// Deletes up to max_rows notifications finished before the cutoff.
+func (q *Queries) PruneNotifications(ctx context.Context, arg PruneNotificationsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, pruneNotifications, arg.Cutoff, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const retryNotification = `-- name: RetryNotification :execrows
 UPDATE notification_outbox
 SET next_attempt_at = $1, locked_until = NULL, last_error = $2

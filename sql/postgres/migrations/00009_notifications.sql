@@ -76,6 +76,8 @@ CREATE INDEX notification_outbox_due ON notification_outbox (next_attempt_at) WH
 CREATE INDEX notification_outbox_failed ON notification_outbox (org_id, id) WHERE outcome = 'failed';
 -- Deleting a message deletes its notifications (the trigger below).
 CREATE INDEX notification_outbox_message ON notification_outbox (org_id, message_id);
+-- Pruning finished notifications after a while (the workers, hourly).
+CREATE INDEX notification_outbox_finished ON notification_outbox (delivered_at) WHERE delivered_at IS NOT NULL;
 
 -- +goose StatementBegin
 CREATE FUNCTION notification_outbox_asked() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -46,6 +46,8 @@ CREATE TABLE notification_outbox (
 CREATE INDEX notification_outbox_due ON notification_outbox (next_attempt_at) WHERE delivered_at IS NULL;
 CREATE INDEX notification_outbox_failed ON notification_outbox (org_id, id) WHERE outcome = 'failed';
 CREATE INDEX notification_outbox_message ON notification_outbox (org_id, message_id);
+-- Pruning finished notifications after a while (the workers, hourly).
+CREATE INDEX notification_outbox_finished ON notification_outbox (delivered_at) WHERE delivered_at IS NOT NULL;
 
 -- A delayed question comes due delay_seconds after it was asked, written in
 -- the store's time format (strftime's %f has milliseconds; the zeros keep
