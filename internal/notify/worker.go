@@ -137,10 +137,20 @@ func (w *Worker) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-wake:
+			// Most events queue nothing (people without notifications):
+			// a read says whether a claim, a write, is worth it, and
+			// wake-ups under load coalesce over a few milliseconds.
+			time.Sleep(wakeDebounce)
+			if d := w.sleep(ctx); d > 0 {
+				timer.Reset(d) // a new row may come due before the timer
+				continue
+			}
 		case <-timer.C:
 		}
+		floor := wakeDebounce
 		if _, err := w.Drain(ctx); err != nil && ctx.Err() == nil {
 			w.log.Error("notifications: delivery round failed", "err", err)
+			floor = time.Second // not a hot loop while the database refuses
 		}
 		if time.Since(pruned) >= time.Hour {
 			pruned = time.Now()
@@ -150,7 +160,7 @@ func (w *Worker) Run(ctx context.Context) {
 				w.log.Info("notifications: pruned finished notifications", "deleted", n)
 			}
 		}
-		timer.Reset(w.sleep(ctx))
+		timer.Reset(max(w.sleep(ctx), floor))
 	}
 }
 
@@ -175,7 +185,11 @@ func (w *Worker) Prune(ctx context.Context) (int64, error) {
 	}
 }
 
-// sleep is how long to wait for the next due row (the safety poll at most).
+// wakeDebounce is how long a wake-up waits for others to coalesce with.
+const wakeDebounce = 5 * time.Millisecond
+
+// sleep is how long to wait for the next due row (the safety poll at
+// most; 0 when one is due now).
 func (w *Worker) sleep(ctx context.Context) time.Duration {
 	var next time.Time
 	var ok bool
@@ -183,13 +197,15 @@ func (w *Worker) sleep(ctx context.Context) time.Duration {
 		next, ok, err = q.NextNotificationDue(ctx)
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return time.Second // the database is away: look again soon
-	}
-	if !ok {
+	case !ok:
 		return w.cfg.Idle
+	case !next.After(w.now()):
+		return 0
 	}
-	return min(max(next.Sub(w.now()), 0)+5*time.Millisecond, w.cfg.Idle)
+	return min(next.Sub(w.now())+5*time.Millisecond, w.cfg.Idle)
 }
 
 // Drain delivers due notifications until none is due, and returns how many
