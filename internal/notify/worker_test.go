@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
+	"github.com/ctalk/ctalk/internal/metrics"
 	"github.com/ctalk/ctalk/internal/notify"
 	"github.com/ctalk/ctalk/internal/testkit"
 )
@@ -256,7 +257,8 @@ func TestRetriesUntilRecovered(t *testing.T) {
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
 		rcv := bobOnSlack(t, s, func(n int) bool { return n <= 3 }, nil)
 		c := newClock()
-		w := notify.NewWorker(notify.Config{Store: s, Guard: local, Now: c.now, BackoffBase: time.Second, BackoffCap: time.Minute})
+		m := metrics.New("test")
+		w := notify.NewWorker(notify.Config{Store: s, Guard: local, Now: c.now, BackoffBase: time.Second, BackoffCap: time.Minute, Metrics: m})
 		ask(t, s, "acme", "amy", "bob", "q", t0)
 		for range 10 {
 			drain(t, w)
@@ -276,6 +278,25 @@ func TestRetriesUntilRecovered(t *testing.T) {
 		})
 		if st.Failures != 0 || st.PausedAt != nil {
 			t.Errorf("settings after recovering = %+v", st)
+		}
+		got := map[string]float64{}
+		families, _ := m.Gatherer().Gather()
+		for _, f := range families {
+			for _, mt := range f.GetMetric() {
+				labels := ""
+				for _, l := range mt.GetLabel() {
+					labels += l.GetName() + "=" + l.GetValue() + " "
+				}
+				switch f.GetName() {
+				case "ctalk_notification_deliveries_total":
+					got[labels] = mt.GetCounter().GetValue()
+				case "ctalk_notifications_pending":
+					got["pending"] = mt.GetGauge().GetValue()
+				}
+			}
+		}
+		if got["channel=slack outcome=retry "] != 3 || got["channel=slack outcome=sent "] != 1 || got["pending"] != 0 {
+			t.Errorf("metrics = %v; want 3 retries, 1 sent, 0 pending", got)
 		}
 		var text struct{ Text string }
 		json.Unmarshal(hits[3].Body, &text)
