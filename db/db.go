@@ -185,6 +185,7 @@ type Queries interface {
 	TokenListQueries
 	AdminQueries
 	DataQueries
+	NotificationQueries
 
 	CreateMessage(ctx context.Context, m Message) error
 	// AskPerson stores a question from a token's owner to another user of
@@ -247,7 +248,8 @@ type Store interface {
 	// have been missed (a lost database connection, a writer that did not
 	// notify): a wake-up means "look again", never "there is something".
 	// Values coalesce. The subscription holds no database connection; cancel
-	// ends it, and so does the end of ctx.
+	// ends it, and so does the end of ctx. Empty orgID and userID subscribe
+	// to every event of every organization (the notification workers).
 	Subscribe(ctx context.Context, orgID, userID string) (wake <-chan struct{}, cancel func())
 	// TouchTokens records when tokens were used (Queries.TouchToken), in a
 	// transaction of its own: bookkeeping that runs beside the calls, never

@@ -170,6 +170,9 @@ func (n *notifier) publish(orgID, userID string, seq int64) {
 	for s := range n.users[userKey{orgID, userID}] {
 		s.signal()
 	}
+	for s := range n.users[userKey{}] { // Subscribe(ctx, "", ""): every event
+		s.signal()
+	}
 }
 
 // wakeAll wakes every subscriber: events may have been missed.

@@ -103,7 +103,7 @@ func (t *tools) all() []tool {
 		t.listUsers(), t.getUserProfile(), t.updateMyNotes(), t.updateUserProfileNotes(),
 		t.askPerson(), t.checkInbox(), t.proposeResponse(), t.sendResponse(), t.checkReplies(),
 		t.getThread(), t.searchAnswers(), t.findOwner(),
-		t.logout(), t.changePassword(), t.resetUserPassword(), t.deactivateUser(), t.reactivateUser(),
+		t.logout(), t.changePassword(), t.notificationSettings(), t.resetUserPassword(), t.deactivateUser(), t.reactivateUser(),
 		t.waitForMessages(), t.listConnectedClients(), t.revokeConnectedClient(),
 		t.deleteOrganization(),
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/internal/notify"
 	"github.com/ctalk/ctalk/mcp"
 	"github.com/ctalk/ctalk/server"
 )
@@ -40,6 +41,7 @@ type config struct {
 	// Caps on open wait_for_messages calls (0: the relay's default).
 	MaxWaits, MaxWaitsPerUser int
 	Obs                       server.Observability // metrics and the log's format
+	Notify                    notify.Env           // email and webhook notifications
 }
 
 // envHelp documents each environment variable with its default; `ctalk
@@ -87,7 +89,7 @@ const envHelp = `Environment:
   CTALK_OAUTH_CLIENT_METADATA_ALLOW
                           origins whose OAuth client metadata may be fetched over http from a
                           private address (tests only; default: none)
-`
+` + notify.EnvHelp
 
 func loadConfig(getenv func(string) string) (config, error) {
 	c := config{
@@ -141,6 +143,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, err
 	}
 	if err := c.loadFront(getenv); err != nil {
+		return c, err
+	}
+	if c.Notify, err = notify.LoadEnv(getenv); err != nil {
 		return c, err
 	}
 	c.Obs, err = server.ParseObservability(getenv("CTALK_METRICS_ADDR"), getenv("CTALK_METRICS_TOKEN"), getenv("CTALK_LOG_FORMAT"))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/internal/metrics"
+	"github.com/ctalk/ctalk/internal/notify"
 	"github.com/ctalk/ctalk/internal/relay"
 	"github.com/ctalk/ctalk/mcp"
 	"github.com/ctalk/ctalk/server"
@@ -27,7 +28,8 @@ func openStore(ctx context.Context, cfg config, logger *slog.Logger) (db.Store, 
 // newRelay returns the rules every face of one process shares.
 func newRelay(store db.Store, cfg config, draining <-chan struct{}, m *metrics.Metrics) *relay.Service {
 	return relay.New(store, relay.Options{TokenTTL: cfg.TokenTTL, Draining: draining,
-		MaxWaits: cfg.MaxWaits, MaxWaitsPerUser: cfg.MaxWaitsPerUser, Metrics: m})
+		MaxWaits: cfg.MaxWaits, MaxWaitsPerUser: cfg.MaxWaitsPerUser, Metrics: m,
+		Notify: relay.NotifyOptions{EmailEnabled: cfg.Notify.SMTP != nil, Guard: cfg.Notify.Guard()}})
 }
 
 func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
@@ -56,6 +58,8 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
 		MaxConcurrentRequests: cfg.MaxConcurrentRequests, MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight,
 		MaxSessions: cfg.MaxSessions, Metrics: m, MetricsToken: cfg.Obs.MetricsToken,
 	})
+	defer notify.NewWorker(notify.Config{Store: store, PublicURL: cfg.PublicURL, SMTP: cfg.Notify.SMTP,
+		Guard: cfg.Notify.Guard(), Lease: cfg.Notify.Lease, Logger: logger, Metrics: m}).Start(ctx)()
 	if _, err := server.ServeMetrics(ctx, cfg.Obs.MetricsAddr, m, logger); err != nil {
 		return err
 	}

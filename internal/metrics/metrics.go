@@ -71,6 +71,10 @@ type Metrics struct {
 	hashWait    prometheus.Histogram
 	locks       *prometheus.CounterVec
 	refused     *prometheus.CounterVec
+	notified    *prometheus.CounterVec
+
+	// pending reads the notifications waiting for delivery (WatchNotifications).
+	pending atomic.Pointer[func() float64]
 
 	// Read at scrape time from whoever owns the number (see WatchRelay, WatchStore).
 	openWaits, hashQueue, hashes atomic.Pointer[func() float64]
@@ -114,6 +118,17 @@ func New(version string) *Metrics {
 		Name: "ctalk_http_refused_total",
 		Help: "HTTP requests refused with 503 by the caps, by reason (requests, address, body_bytes).",
 	}, []string{"reason"})
+	m.notified = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ctalk_notification_deliveries_total",
+		Help: "Notification delivery attempts finished, by channel (email, slack, teams, webhook) and outcome: " +
+			"sent, retry (failed, will be tried again), failed (given up), suppressed (answered within the delay), " +
+			"skipped (the person turned notifications off or their endpoint is paused).",
+	}, []string{"channel", "outcome"})
+	for _, ch := range NotifyChannels {
+		for _, o := range NotifyOutcomes {
+			m.notified.WithLabelValues(ch, o)
+		}
+	}
 	for _, k := range []LockKind{LockAccount, LockAddress, LockAdminPassword, LockRegistration} {
 		m.locks.WithLabelValues(string(k))
 	}
@@ -150,7 +165,9 @@ func New(version string) *Metrics {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
-	m.reg.MustRegister(m.toolCalls, m.toolSeconds, m.wakeSeconds, m.delivery, m.hashWait, m.locks, m.refused, build,
+	m.reg.MustRegister(m.toolCalls, m.toolSeconds, m.wakeSeconds, m.delivery, m.hashWait, m.locks, m.refused, m.notified, build,
+		gauge("ctalk_notifications_pending", "Notifications in the outbox not yet finished (due, delayed, quiet hours or "+
+			"waiting for a retry), read from the database at scrape time.", read(&m.pending)),
 		gauge("ctalk_waits_open", "Long waits held open now: wait_for_messages calls and the web app's live streams.",
 			read(&m.openWaits)),
 		gauge("ctalk_password_hash_queue_depth", "Password hashes and checks waiting now for a hashing slot.",
@@ -251,4 +268,26 @@ func (m *Metrics) WatchStore(connections func() (open, inUse int)) {
 	if m != nil {
 		m.pool.Store(&connections)
 	}
+}
+
+// The channels and outcomes of ctalk_notification_deliveries_total.
+var (
+	NotifyChannels = []string{"email", "slack", "teams", "webhook", "none"}
+	NotifyOutcomes = []string{"sent", "retry", "failed", "suppressed", "skipped"}
+)
+
+// NotificationAttempt counts one finished delivery attempt.
+func (m *Metrics) NotificationAttempt(channel, outcome string) {
+	if m != nil {
+		m.notified.WithLabelValues(channel, outcome).Inc()
+	}
+}
+
+// WatchNotifications makes ctalk_notifications_pending read pending().
+func (m *Metrics) WatchNotifications(pending func() int64) {
+	if m == nil {
+		return
+	}
+	f := func() float64 { return float64(pending()) }
+	m.pending.Store(&f)
 }

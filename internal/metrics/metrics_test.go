@@ -72,6 +72,8 @@ func TestNilRecordsNothing(t *testing.T) {
 	m.Refused(RefusedAddress)
 	m.WatchRelay(nil, nil, nil)
 	m.WatchStore(nil)
+	m.NotificationAttempt("email", "sent")
+	m.WatchNotifications(nil)
 }
 
 // BenchmarkToolCall is what every tool call pays to be counted.

@@ -36,6 +36,8 @@ type Options struct {
 	// Metrics, when set, records password hashing, throttle locks and
 	// wake-ups, and reads the open waits and the hash queue.
 	Metrics *metrics.Metrics
+	// Notify configures what notification settings may name (notify.go).
+	Notify NotifyOptions
 }
 
 // DefaultTokenTTL is how long a login token lasts unless configured.
@@ -51,7 +53,8 @@ type Service struct {
 	waits    *waitCounter
 	locks    lockCache        // address and registration locks, see count
 	metrics  *metrics.Metrics // nil: none
-	touches  touches          // tokens' last use, waiting to be written
+	notify   NotifyOptions
+	touches  touches // tokens' last use, waiting to be written
 	// refusalHold: see the constant; a field so tests need not wait.
 	refusalHold time.Duration
 	// afterVerify, when set by a test, runs between a password check and the
@@ -62,7 +65,7 @@ type Service struct {
 // New returns the rules over store.
 func New(store db.Store, opts Options) *Service {
 	s := &Service{store: store, now: opts.Now, tokenTTL: opts.TokenTTL, draining: opts.Draining, refusalHold: refusalHold,
-		metrics: opts.Metrics}
+		metrics: opts.Metrics, notify: opts.Notify}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -67,6 +67,40 @@ type MessagesSearch struct {
 	MessageID int64
 }
 
+type NotificationOutbox struct {
+	ID            int64
+	OrgID         string
+	UserID        string
+	MessageID     int64
+	Kind          string
+	CreatedAt     time.Time
+	DueAt         time.Time
+	Attempts      int64
+	NextAttemptAt time.Time
+	LockedUntil   *time.Time
+	DeliveredAt   *time.Time
+	Outcome       string
+	LastError     string
+}
+
+type NotificationSetting struct {
+	OrgID        string
+	UserID       string
+	Channel      string
+	Address      string
+	Secret       string
+	OnQuestions  bool
+	OnAnswers    bool
+	DelaySeconds int64
+	QuietStart   int64
+	QuietEnd     int64
+	TimeZone     string
+	PausedAt     *time.Time
+	PauseReason  string
+	Failures     int64
+	UpdatedAt    time.Time
+}
+
 type OauthClient struct {
 	ID           string
 	Name         string
@@ -103,6 +137,12 @@ type OauthRefreshToken struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	UsedAt    *time.Time
+}
+
+type OrgNotificationSetting struct {
+	OrgID     string
+	Excerpts  bool
+	UpdatedAt time.Time
 }
 
 type Organization struct {
