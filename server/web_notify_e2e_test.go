@@ -145,6 +145,13 @@ func TestWebNotifySettings(t *testing.T) {
 		if p := john.get(t, "/app"); !strings.Contains(p.body, `href="/app/settings/notifications"`) {
 			t.Errorf("the nav does not link to the notification settings")
 		}
+		if p := john.get(t, "/app/settings"); p.status != http.StatusSeeOther || p.location != settingsPath {
+			t.Errorf("GET /app/settings = %d to %q; want the notification settings", p.status, p.location)
+		}
+		if p := john.get(t, "/app/tokens"); !strings.Contains(p.body, `<a href="/app/settings/notifications" aria-current="page">Settings</a>`) ||
+			!strings.Contains(p.body, `<a href="/app/tokens" aria-current="page">Tokens and clients</a>`) {
+			t.Errorf("the tokens page is not in the Settings section next to Notifications")
+		}
 		p := john.get(t, settingsPath)
 		if p.status != http.StatusOK || checkedChannel(p) != "none" || !strings.Contains(p.body, "You have not chosen yet") ||
 			!strings.Contains(p.body, `href="/app/settings/notifications" aria-current="page"`) {

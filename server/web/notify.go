@@ -80,7 +80,7 @@ func (f *Face) notifySettings(w http.ResponseWriter, r *http.Request, s *session
 		f.fail(w, r, s, err)
 		return
 	}
-	v := &notifyView{base: base{Title: "Notifications", Nav: "settings"}, S: st, Form: formOf(st), MaxDelay: relay.MaxNotifyDelayMinutes}
+	v := &notifyView{base: base{Title: "Notifications", Nav: "settings", Sub: "notify"}, S: st, Form: formOf(st), MaxDelay: relay.MaxNotifyDelayMinutes}
 	v.setSession(s)
 	status := http.StatusOK
 	if r.Method == http.MethodPost {

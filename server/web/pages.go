@@ -78,12 +78,14 @@ func newPages() *pages {
 
 // base is what every page shows around its content.
 type base struct {
-	Title  string
-	Nonce  string
-	CSRF   string
-	Me     *relay.WebMe
-	Nav    string // the current section: inbox, asked, search, people, tokens, settings, admin
-	Sub    string // the admin console's current page: people, tokens, audit, password, notify, data
+	Title string
+	Nonce string
+	CSRF  string
+	Me    *relay.WebMe
+	Nav   string // the current section: inbox, asked, search, people, settings, admin
+	// Sub is the page within a section: the settings' notify or tokens; the
+	// admin console's people, tokens, audit, password, notify or data.
+	Sub    string
 	Alert  string // an error, shown with role=alert
 	Status string // a confirmation, shown with role=status
 	Live   string // the live-updates script's URL (live.go), or "" for none

@@ -80,6 +80,9 @@ func (f *Face) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+Prefix+"/tokens", f.signedIn(f.tokens))
 	mux.HandleFunc("POST "+Prefix+"/tokens", f.signedIn(f.tokens))
 	mux.HandleFunc("GET "+Prefix+"/events", f.signedIn(f.events))
+	mux.HandleFunc("GET "+Prefix+"/settings", f.signedIn(func(w http.ResponseWriter, r *http.Request, _ *session) {
+		seeOther(w, r, Prefix+"/settings/notifications")
+	}))
 	mux.HandleFunc("GET "+Prefix+"/settings/notifications", f.signedIn(f.notifySettings))
 	mux.HandleFunc("POST "+Prefix+"/settings/notifications", f.signedIn(f.notifySettings))
 	mux.HandleFunc("GET "+Prefix+"/admin", f.signedIn(f.admin))
