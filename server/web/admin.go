@@ -317,6 +317,8 @@ var auditWords = map[string]string{
 	relay.AuditPasswordChange: "changed the password of",
 	relay.AuditTokenRevoke:    "revoked a token of",
 	relay.AuditExport:         "downloaded the organization's data",
+	relay.AuditNotifySettings: "saved the notification settings of",
+	relay.AuditNotifyExcerpts: "changed the notification excerpts",
 }
 
 func auditRowOf(e relay.AuditEntry) auditRow {

@@ -103,6 +103,8 @@ type inboxView struct {
 	base
 	Questions []relay.InboxQuestion
 	NextAfter int64 // 0: no more
+	// Paused is why the person's notifications stopped, or "" (issue 16).
+	Paused string
 }
 
 // inbox lists the questions waiting for me, oldest first.
@@ -113,7 +115,16 @@ func (f *Face) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 		f.fail(w, r, s, err)
 		return
 	}
+	// The owner of an endpoint that kept failing is told here.
+	st, err := f.cfg.Relay.NotificationSettings(r.Context(), s.cred)
+	if err != nil {
+		f.fail(w, r, s, err)
+		return
+	}
 	v := &inboxView{base: base{Title: "Inbox", Nav: "inbox", Live: LiveScript}, Questions: in.Questions}
+	if st.PausedAt != nil {
+		v.Paused = st.Notice
+	}
 	if in.More {
 		v.NextAfter = in.Questions[len(in.Questions)-1].MessageID
 	}

@@ -19,7 +19,7 @@ var templateFS embed.FS
 // pageNames are the pages; each is parsed with the layout and the style.
 var pageNames = []string{"signin", "inbox", "question", "asked", "people", "person", "tokens", "error", "thread", "search",
 	"admin-become", "admin", "admin-password-shown", "admin-person", "admin-tokens", "admin-audit", "admin-admin-password",
-	"admin-data", "admin-delete", "deleted"}
+	"admin-data", "admin-delete", "deleted", "notify", "admin-notify"}
 
 type pages struct {
 	t map[string]*template.Template
@@ -78,12 +78,14 @@ func newPages() *pages {
 
 // base is what every page shows around its content.
 type base struct {
-	Title  string
-	Nonce  string
-	CSRF   string
-	Me     *relay.WebMe
-	Nav    string // the current section: inbox, asked, search, people, tokens, admin
-	Sub    string // the admin console's current page: people, tokens, audit, password, data
+	Title string
+	Nonce string
+	CSRF  string
+	Me    *relay.WebMe
+	Nav   string // the current section: inbox, asked, search, people, settings, admin
+	// Sub is the page within a section: the settings' notify or tokens; the
+	// admin console's people, tokens, audit, password, notify or data.
+	Sub    string
 	Alert  string // an error, shown with role=alert
 	Status string // a confirmation, shown with role=status
 	Live   string // the live-updates script's URL (live.go), or "" for none
@@ -112,6 +114,11 @@ var statusText = map[string]string{
 	"ungranted":   "They no longer hold the admin role.",
 	"profile":     "Profile notes saved.",
 	"adminpw":     "The admin password is changed. The MCP admin tools take the new one from now on.",
+	// notifications
+	"notify":       "Notification settings saved.",
+	"rotated":      "A new signing secret is made: your receiver must check signatures with it from now on.",
+	"excerpts-on":  "Notifications now carry a short excerpt of the question or answer.",
+	"excerpts-off": "Notifications now carry no question or answer text.",
 }
 
 func (p *pages) render(w http.ResponseWriter, status int, name string, b *base, data any) {

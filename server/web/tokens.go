@@ -28,7 +28,7 @@ type tokensView struct {
 // tokens lists what the person holds; its forms revoke one at a time.
 // Revoking this very session signs the browser out.
 func (f *Face) tokens(w http.ResponseWriter, r *http.Request, s *session) {
-	v := &tokensView{base: base{Title: "Tokens and connected clients", Nav: "tokens"}}
+	v := &tokensView{base: base{Title: "Tokens and connected clients", Nav: "settings", Sub: "tokens"}}
 	v.setSession(s)
 	status := http.StatusOK
 	if r.Method == http.MethodPost {

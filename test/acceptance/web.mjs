@@ -35,8 +35,17 @@
 //      her) and asks by topic on Asked (the page says ctalk chose john, and why); umar opens the
 //      conversation from Asked and asks a follow-up, which reaches john's check_inbox in the
 //      same conversation; john's inbox marks it and its question page shows the earlier turns
+//  10. notifications (desktop, phone, phone-dark): nina, who is never asked anything, opens Settings
+//      from the menu, saves Slack (a public address) with a delay and quiet hours, then the generic
+//      webhook (its signing secret shown, masked in screenshots, and rotated), is refused a private
+//      URL with the rules' message and her text kept, and goes back to none (so nothing is ever
+//      delivered anywhere). With DB_URL (the server's PostgreSQL) she is also paused as a failing
+//      endpoint would be, with a failed delivery recorded: her inbox and settings page announce it
+//      and saving resumes her. umar, an admin, opens Admin > Notifications (the failed deliveries,
+//      with DB_URL) and turns the excerpt setting over
 // Every page: no console error or page error (a CSP violation is one), and axe-core reports no
 // serious or critical violation. Passwords and tokens are never printed (and masked in screenshots).
+import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -437,6 +446,105 @@ async function deleteVisit(browser, client, view) {
   await context.close();
 }
 
+// ---- notifications (issue 16): nina's settings page, the webhook's secret and a refused private
+// URL; with DB_URL a pause and a failed delivery written as the delivery workers would (psql), so
+// the banners and the admin's list show; then umar's Admin > Notifications.
+const dbURL = process.env.DB_URL || "";
+const publicIP = "93.184.215.14"; // a public address: accepted by the destination guard, never sent to (nina ends on none)
+
+function psql(sql) {
+  execFileSync("psql", [dbURL, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql], { stdio: ["ignore", "ignore", "pipe"] });
+}
+
+async function saveSettings(page, ok) {
+  await Promise.all([page.waitForURL(`${base}/app/settings/notifications?ok=${ok}`, { timeout: 15000 }), page.click("#settings button[type=submit]")]);
+}
+
+async function notifyVisit(browser, client, umar, view) {
+  const { context, page, problems } = await watchedPage(browser, view);
+  const check = checker(page, problems, view, [page.locator("#webhook-secret")]);
+  await signInAs(page, view, org, "nina", userPassword, `${base}/app`);
+  await Promise.all([page.waitForURL(`${base}/app/settings/notifications`), page.click('nav a[href="/app/settings/notifications"]')]);
+  if ((await page.locator('input[name="channel"]').count()) !== 5) fail(`${view.name}: the settings page does not offer the five channels`);
+  await check("notify");
+
+  await page.check("#channel-slack");
+  await page.fill("#address", `https://${publicIP}/services/T0/B0/${view.name}`);
+  await page.check("#on_questions");
+  await page.uncheck("#on_answers");
+  await page.fill("#delay_minutes", "15");
+  await page.fill("#quiet_start", "22:00");
+  await page.fill("#quiet_end", "07:30");
+  await page.fill("#time_zone", "Europe/Berlin");
+  await saveSettings(page, "notify");
+  if (!(await page.textContent('[role="status"]'))?.includes("Notification settings saved")) fail(`${view.name}: no confirmation after saving`);
+  if (!(await page.isChecked("#channel-slack")) || (await page.inputValue("#delay_minutes")) !== "15" ||
+    (await page.inputValue("#quiet_start")) !== "22:00" || (await page.inputValue("#time_zone")) !== "Europe/Berlin" ||
+    (await page.isChecked("#on_answers"))) fail(`${view.name}: the saved settings do not read back`);
+  await check("notify-saved");
+
+  await page.check("#channel-webhook");
+  await page.fill("#address", `https://${publicIP}/ctalk/${view.name}`);
+  await saveSettings(page, "notify");
+  const first = (await page.textContent("#webhook-secret")) || "";
+  if (!first.startsWith("whsec_")) fail(`${view.name}: the generic webhook shows no signing secret`);
+  await check("notify-webhook");
+  await Promise.all([page.waitForURL(`${base}/app/settings/notifications?ok=rotated`), page.click('#signing button[value="rotate"]')]);
+  const second = (await page.textContent("#webhook-secret")) || "";
+  if (!second.startsWith("whsec_") || second === first) fail(`${view.name}: rotating did not replace the signing secret`);
+  log(`${view.name}: Slack and the generic webhook saved and read back; the signing secret rotated`);
+
+  const private_ = "http://127.0.0.1:9/hook";
+  await page.fill("#address", private_);
+  await Promise.all([page.waitForResponse((r) => r.request().method() === "POST" && r.url() === `${base}/app/settings/notifications`),
+    page.click("#settings button[type=submit]")]);
+  const alert = (await page.locator('[role="alert"]').textContent().catch(() => "")) || "";
+  if (!alert.includes("https://") || (await page.inputValue("#address")) !== private_) fail(`${view.name}: a private webhook URL was not refused with the rules' message: ${alert}`);
+  problems.splice(0, problems.length, ...problems.filter((p) => !p.includes("status of 400")));
+  await check("notify-refused");
+  await page.check("#channel-none");
+  await saveSettings(page, "notify");
+  log(`${view.name}: ${private_} refused ("${alert.slice(0, 70)}…"), then back to none`);
+
+  if (dbURL.startsWith("postgres")) {
+    const asked = await callOK(client, "ask_person", { auth_token: umar, to_user_id: "nina", question: `Release notes for ${view.name}?` });
+    psql(`INSERT INTO notification_outbox (org_id, user_id, message_id, kind, created_at, due_at, attempts, next_attempt_at, delivered_at, outcome, last_error)
+      VALUES ('${org}', 'nina', ${Number(asked.message_id)}, 'question', now(), now(), 5, now(), now(), 'failed', 'HTTP 500 from the receiver');
+      UPDATE notification_settings SET paused_at = now(), pause_reason = '5 deliveries in a row failed (last: HTTP 500 from the receiver)', failures = 5
+      WHERE org_id = '${org}' AND user_id = 'nina'`);
+    await page.goto(`${base}/app`);
+    if ((await page.locator("#notify-paused").count()) !== 1) fail(`${view.name}: the inbox of a paused person shows no banner`);
+    await check("inbox-paused");
+    await Promise.all([page.waitForURL(`${base}/app/settings/notifications`), page.click('#notify-paused a[href="/app/settings/notifications"]')]);
+    if (!(await page.textContent("main")).includes("Notifications are paused")) fail(`${view.name}: the settings page of a paused person does not say so`);
+    await check("notify-paused");
+    await saveSettings(page, "notify");
+    await page.goto(`${base}/app`);
+    if ((await page.locator("#notify-paused").count()) !== 0) fail(`${view.name}: saving did not resume the paused person`);
+    log(`${view.name}: a paused person sees it on the inbox and settings page; saving resumed her`);
+  } else {
+    log(`${view.name}: no DB_URL (PostgreSQL): the pause banners and a failed delivery are not shown in this run`);
+  }
+  await context.close();
+
+  // umar (an admin since adminVisit) on Admin > Notifications.
+  const admin = await watchedPage(browser, view);
+  const acheck = checker(admin.page, admin.problems, view);
+  await signInAs(admin.page, view, org, "umar", userPassword, `${base}/app`);
+  await admin.page.goto(`${base}/app/admin`);
+  await Promise.all([admin.page.waitForURL(`${base}/app/admin/notifications`), admin.page.click('nav[aria-label="Admin"] a[href="/app/admin/notifications"]')]);
+  const rows = await admin.page.locator("table.audit tbody tr").count();
+  if (dbURL.startsWith("postgres") && rows < 1) fail(`${view.name}: Admin > Notifications lists no failed delivery`);
+  await acheck("admin-notify");
+  const on = await admin.page.isChecked("#excerpts-on");
+  await admin.page.check(on ? "#excerpts-off" : "#excerpts-on");
+  await Promise.all([admin.page.waitForURL(`${base}/app/admin/notifications?ok=excerpts-${on ? "off" : "on"}`), admin.page.click("#excerpts button[type=submit]")]);
+  if (!(await admin.page.textContent('[role="status"]'))?.includes("Notifications now carry")) fail(`${view.name}: no confirmation of the excerpt setting`);
+  await acheck("admin-notify-saved");
+  log(`${view.name}: Admin > Notifications lists ${rows} failed deliver${rows === 1 ? "y" : "ies"}; excerpts turned ${on ? "off" : "on"}`);
+  await admin.context.close();
+}
+
 // ---- conversations, shared answers and search (issue 14): umar asks john through MCP; john
 // answers on the question page with "let everyone find it" ticked; sara, a third person, finds it
 // with the search box by another form of a word and opens the conversation (its shared turns, no
@@ -536,7 +644,7 @@ let code = 0;
 try {
   const client = await mcp();
   await callOK(client, "register_organization", { org_id: org, name: "Web Acceptance", admin_password: adminPassword });
-  for (const [user_id, name, ownership] of [["umar", "Umar", "platform tooling"], ["john", "John", "alpha-repo"], ["sara", "Sara", "docs"]]) {
+  for (const [user_id, name, ownership] of [["umar", "Umar", "platform tooling"], ["john", "John", "alpha-repo"], ["sara", "Sara", "docs"], ["nina", "Nina", "release notes"]]) {
     await callOK(client, "register_user", { org_id: org, admin_password: adminPassword, user_id, name, password: userPassword, ownership });
   }
   const umar = (await callOK(client, "login", { org_id: org, user_id: "umar", password: userPassword })).auth_token;
@@ -561,12 +669,13 @@ try {
       await adminVisit(browser, view);
       await deleteVisit(browser, client, view);
       await conversation(browser, client, umar, view);
+      await notifyVisit(browser, client, umar, view);
     }
   } finally {
     await browser.close();
   }
   await client.close();
-  console.log(JSON.stringify({ org, pages: "signin inbox question asked people person not-found tokens admin-become admin admin-registered admin-person admin-tokens admin-audit admin-data admin-delete admin-delete-refused admin-deleted question-share question-shared search thread-shared asked-topic thread thread-followup question-followup", viewports: ["desktop", "phone", "phone-dark"], screenshots: shots || null }));
+  console.log(JSON.stringify({ org, pages: "signin inbox question asked people person not-found tokens admin-become admin admin-registered admin-person admin-tokens admin-audit admin-data admin-delete admin-delete-refused admin-deleted question-share question-shared search thread-shared asked-topic thread thread-followup question-followup notify notify-saved notify-webhook notify-refused inbox-paused notify-paused admin-notify admin-notify-saved", viewports: ["desktop", "phone", "phone-dark"], screenshots: shots || null }));
 } catch (e) {
   console.error(`FAIL: ${e instanceof StepError ? e.message : `${e?.constructor?.name}: ${e?.message ?? e}`}`);
   code = 1;

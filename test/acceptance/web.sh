@@ -6,6 +6,9 @@
 #
 # Optional env:
 #   SCREENSHOTS=dir    save every page there (desktop-*.png, phone-*.png, phone-dark-*.png)
+#   DB_URL=postgres://...  the server's PostgreSQL: a person is also paused and a failed delivery
+#                      recorded there (with psql), so the pause banners and the admin's failed
+#                      deliveries are seen (skipped without it, and on SQLite)
 #   CHROMIUM=path      the browser (default /usr/bin/chromium, Debian package chromium)
 #   TOOLS=dir          where the pinned npm packages are installed (default ~/.cache/ctalk-acceptance,
 #                      shared with run-clients.sh and oauth.sh)
