@@ -10,7 +10,7 @@ import (
 
 // Notifications (issue 16): a person's settings, the organization's policy
 // and the outbox. Outbox rows are written by triggers in the transaction
-// that asks or answers (migration 00011), never by these methods; the
+// that asks or answers (migration 00010), never by these methods; the
 // delivery workers claim, finish and retry them.
 
 // Notification channels, as NotificationSettings.Channel spells them.

@@ -1,6 +1,6 @@
 -- +goose Up
 -- Notifications by email and chat webhooks (issue 16). The same tables as
--- PostgreSQL's migration 00011 (see there); times are the store's
+-- PostgreSQL's migration 00010 (see there); times are the store's
 -- fixed-width UTC text, so text order is time order.
 CREATE TABLE notification_settings (
     org_id        TEXT        NOT NULL,
