@@ -137,6 +137,10 @@ type Inbox struct {
 	More      bool            `json:"more"`
 	Notice    string          `json:"notice"`
 	NextStep  string          `json:"next_step"`
+	// NotificationsPaused tells the person that their email or chat
+	// notifications stopped because the endpoint kept failing, and how to
+	// resume them ("" while they are not paused).
+	NotificationsPaused string `json:"notifications_paused,omitempty"`
 }
 
 // Inbox lists unanswered questions to the caller after message afterID, oldest first.
@@ -179,7 +183,8 @@ func (s *Service) Inbox(ctx context.Context, cred Credentials, afterID int64) (I
 		if followUps {
 			res.NextStep += " A question with earlier_in_conversation continues a conversation: read its earlier turns first."
 		}
-		return nil
+		res.NotificationsPaused, err = pausedNotice(ctx, q, c.user)
+		return err
 	}))
 	return res, err
 }

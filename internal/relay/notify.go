@@ -367,6 +367,22 @@ func loadNotify(ctx context.Context, q db.Queries, u db.User) (db.NotificationSe
 	return st, err == nil, err
 }
 
+// pausedNotice is what check_inbox tells a person whose notifications are
+// paused (the endpoint kept failing), or "": the agent is where they look
+// when the chat or mail that failed is silent.
+func pausedNotice(ctx context.Context, q db.Queries, u db.User) (string, error) {
+	st, err := q.GetNotificationSettings(ctx, u.OrgID, u.ID)
+	if errors.Is(err, db.ErrNotFound) || (err == nil && st.PausedAt == nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Your %s notifications are paused since %s: %s. Tell the user: nothing reaches them outside "+
+		"their agent until they fix the address and save their settings again (notification_settings, or "+
+		"Settings in the web app), which resumes them.", st.Channel, st.PausedAt.UTC().Format("2 Jan 2006 15:04 UTC"), st.PauseReason), nil
+}
+
 // orgExcerpts reads whether the organization lets notifications carry excerpts.
 func orgExcerpts(ctx context.Context, q db.Queries, orgID string) (bool, error) {
 	o, err := q.GetOrgNotificationSettings(ctx, orgID)

@@ -158,12 +158,12 @@ func TestNotificationSettings(t *testing.T) {
 	})
 }
 
-// TestNotificationPause: a paused endpoint shows its owner a notice, and
-// saving the settings resumes it.
+// TestNotificationPause: a paused endpoint shows its owner a notice, in
+// their settings and in check_inbox, and saving the settings resumes it.
 func TestNotificationPause(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, s db.Store) {
-		f, umar, _ := notifyFixture(t, s)
+		f, umar, john := notifyFixture(t, s)
 		ctx := t.Context()
 		if _, err := f.s.UpdateNotificationSettings(ctx, umar, NotificationUpdate{Channel: ptrTo("slack"), Address: ptrTo("https://hooks.example.com/a")}); err != nil {
 			t.Fatal(err)
@@ -179,8 +179,27 @@ func TestNotificationPause(t *testing.T) {
 		if st.PausedAt == nil || !strings.Contains(st.Notice, "paused: 5 deliveries in a row failed (last: HTTP 404)") {
 			t.Fatalf("paused settings = %+v; want a notice", st)
 		}
+		// The owner's agent is told too, where it looks: check_inbox.
+		inbox := func(who Credentials) string {
+			t.Helper()
+			res, err := f.s.Inbox(ctx, who, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.NotificationsPaused
+		}
+		if got := inbox(umar); !strings.Contains(got, "slack notifications are paused") ||
+			!strings.Contains(got, "5 deliveries in a row failed (last: HTTP 404)") || !strings.Contains(got, "notification_settings") {
+			t.Errorf("check_inbox of the paused person: notifications_paused = %q; want the channel, the reason and how to resume", got)
+		}
+		if got := inbox(john); got != "" {
+			t.Errorf("check_inbox of someone else: notifications_paused = %q; want none", got)
+		}
 		if st, err = f.s.UpdateNotificationSettings(ctx, umar, NotificationUpdate{}); err != nil || st.PausedAt != nil || st.Notice != "" {
 			t.Errorf("saving = %+v, %v; want the pause gone", st, err)
+		}
+		if got := inbox(umar); got != "" {
+			t.Errorf("check_inbox after saving: notifications_paused = %q; want none", got)
 		}
 	})
 }
