@@ -39,6 +39,8 @@ type rpcCall struct {
 	session string // Mcp-Session-Id, for 2025-11-25 after initialize; "" for none
 	token   string
 	args    any
+	// capabilities, if set, are the clientCapabilities in _meta (2026-07-28).
+	capabilities any
 	// header, if set, changes the request's headers (a malformed request).
 	header func(http.Header)
 }
@@ -47,9 +49,13 @@ func (c rpcCall) post(t *testing.T, url string) seen {
 	t.Helper()
 	params := map[string]any{"name": "wait_for_messages", "arguments": c.args}
 	if c.proto == statelessProtocol {
+		caps := c.capabilities
+		if caps == nil {
+			caps = map[string]any{}
+		}
 		params["_meta"] = map[string]any{
 			"io.modelcontextprotocol/protocolVersion":    c.proto,
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+			"io.modelcontextprotocol/clientCapabilities": caps,
 			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "held-waits-test", "version": "0"},
 		}
 	}
@@ -224,6 +230,13 @@ func TestHeldWaitsAnswerAsMCPGo(t *testing.T) {
 				})
 				calls += 2
 				both("arguments that are not an object", func(c *rpcCall) { c.token, c.args = tok["john"], "everything" })
+				// A JSON-RPC error from mcp-go's HandleMessage (on 2026-07-28, with its HTTP status).
+				a, _ = both("client capabilities that are not an object", func(c *rpcCall) {
+					c.token, c.args, c.capabilities = tok["john"], map[string]any{"timeout_seconds": 0}, "all of them"
+				})
+				if body, _ := a.Body.(map[string]any); proto.version == statelessProtocol && (body["error"] == nil || a.Status != http.StatusBadRequest) {
+					t.Errorf("capabilities \"all of them\" = %d %v, want 400 and a JSON-RPC error", a.Status, a.Body)
+				}
 				// Malformed requests.
 				both("no protocol version header", func(c *rpcCall) {
 					c.token, c.args = tok["john"], map[string]any{"timeout_seconds": 0}

@@ -8,6 +8,9 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -24,7 +27,7 @@ import (
 // while it blocks. heldWaits serves those calls itself: the connection's
 // goroutine only blocks, and each run of the call (mcp-go's HandleMessage:
 // parsing, the tool's handler, the rules, the rendering, all as for any
-// other call) is a short-lived goroutine. Between runs the wait is left in
+// other call) is a job for a few workers. Between runs the wait is left in
 // an mcp.Hold. The answer is the one mcp-go would write: the same
 // HandleMessage response, encoded the same way, with the same headers.
 //
@@ -38,16 +41,20 @@ type heldWaits struct {
 	versions []string // the transport's protocol versions, as mcp-go puts them in the context
 	context  func(context.Context, *http.Request) context.Context
 	off      bool // tests: everything goes to mcp-go
-	// runs bounds the runs at once. A run's stack grows deep (tens of KiB)
-	// and the memory of a burst of them stays with the process: ten
-	// thousand agents reconnecting at once must not cost ten thousand deep
-	// stacks. Runs never block for long (a look holds one of relay's four
-	// database slots for one query), so a few at a time keep up.
-	runs chan struct{}
+	// The runs of held waits are jobs for at most maxWorkers workers. A
+	// run's stack grows deep (tens of KiB) and the memory of a burst of
+	// them stays with the process: ten thousand agents reconnecting at
+	// once must not cost ten thousand deep stacks. Runs never block for
+	// long (a look holds one of relay's four database slots for one
+	// query), so a few workers keep up.
+	jobs    chan func()
+	workers chan struct{} // one token per worker running
+
+	nextRelease atomic.Int64 // unix ns before which quiet does nothing
 }
 
-// maxRuns is how many runs of held waits may be under way at once.
-const maxRuns = 16
+// maxWorkers is how many runs of held waits may be under way at once.
+const maxWorkers = 16
 
 // newHeldWaits serves the waits of srv, whose transport is streamable.
 // A wait_for_messages declaring parameters carried in headers too
@@ -57,7 +64,7 @@ func newHeldWaits(srv *mcpserver.MCPServer, streamable *mcpserver.StreamableHTTP
 	tool := srv.GetTool(waitTool)
 	off = off || tool == nil || len(mcpgo.ExtractParamHeaderBindings(&tool.Tool)) > 0
 	return &heldWaits{mcp: srv, versions: mcpserver.FilterSupportedVersions(streamable), context: callContext, off: off,
-		runs: make(chan struct{}, maxRuns)}
+		jobs: make(chan func()), workers: make(chan struct{}, maxWorkers)}
 }
 
 // waitTool is the tool served here.
@@ -135,68 +142,134 @@ func (hw *heldWaits) accepts(r *http.Request, body []byte) (modern, ok bool) {
 
 // hold serves one wait if it is one mcp-go would accept (else next does):
 // it runs the call, blocks between runs, and writes the last run's answer
-// as mcp-go's handlePost would. The request is looked at on the first
-// run's goroutine, so that this one stays shallow.
+// as mcp-go's handlePost would. The request is looked at, and the answer
+// encoded, on the workers, so that this goroutine stays shallow: it may
+// serve the connection's next wait.
 func (hw *heldWaits) hold(w http.ResponseWriter, r *http.Request, body []byte, next http.Handler) {
 	h := mcp.NewHold(r.Context())
 	defer h.Close()
-	var modern, ok bool
 	ctx := mcp.WithHold(hw.context(mcpserver.WithSupportedProtocolVersions(r.Context(), hw.versions), r), h)
-	resp := hw.run(func() mcpgo.JSONRPCMessage {
+	modern, ok := false, false
+	out := hw.run(func() mcpgo.JSONRPCMessage {
 		if modern, ok = hw.accepts(r, body); !ok {
 			return nil
 		}
 		return hw.mcp.HandleMessage(ctx, body)
-	})
+	}, h, &modern)
 	if !ok {
 		next.ServeHTTP(w, r)
 		return
 	}
 	for h.Held() {
 		h.Block(r.Context()) // the only frame this goroutine waits in
-		resp = hw.run(func() mcpgo.JSONRPCMessage { return hw.mcp.HandleMessage(ctx, body) })
+		out = hw.run(func() mcpgo.JSONRPCMessage { return hw.mcp.HandleMessage(ctx, body) }, h, &modern)
 	}
-	if resp == nil {
+	switch {
+	case out.status == http.StatusAccepted:
 		w.WriteHeader(http.StatusAccepted)
-		return
+	case r.Context().Err() != nil: // the client went away: mcp-go writes nothing either
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(out.status)
+		w.Write(out.body) //nolint:errcheck // the client went away
 	}
-	if r.Context().Err() != nil {
-		return // the client went away: mcp-go writes nothing either
-	}
-	status := http.StatusOK
-	if e, ok := resp.(mcpgo.JSONRPCError); ok && modern {
-		status = statusForJSONRPCError(e.Error.Code)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(resp) //nolint:errcheck // the client went away
 }
 
-// run runs fn on a goroutine of its own, whose stack grows through mcp-go,
-// the tool and the database and is gone when it ends. A panic is raised
-// again on the caller's goroutine, where net/http recovers it as it would
-// mcp-go's.
-func (hw *heldWaits) run(fn func() mcpgo.JSONRPCMessage) mcpgo.JSONRPCMessage {
+// answer is a run's JSON-RPC response as mcp-go would write it.
+type answer struct {
+	status int
+	body   []byte
+}
+
+// run runs fn on one of the workers, whose stacks grow through mcp-go, the
+// tool and the database, so that the caller's stays small, and encodes
+// its response there unless the call is held (as of protocol 2026-07-28
+// if *modern, which fn may set). A panic is raised again on
+// the caller's goroutine, where net/http recovers it as it would mcp-go's.
+func (hw *heldWaits) run(fn func() mcpgo.JSONRPCMessage, h *mcp.Hold, modern *bool) answer {
 	type ran struct {
-		resp  mcpgo.JSONRPCMessage
+		answer
 		panic any
 	}
 	done := make(chan ran, 1)
-	hw.runs <- struct{}{}
-	go func() {
+	job := func() {
 		defer func() {
-			<-hw.runs
 			if p := recover(); p != nil {
 				done <- ran{panic: p}
 			}
 		}()
-		done <- ran{resp: fn()}
-	}()
+		resp := fn()
+		if resp == nil || h.Held() {
+			done <- ran{answer: answer{status: http.StatusAccepted}}
+			return
+		}
+		// As handlePost: protocol 2026-07-28 maps JSON-RPC errors onto HTTP statuses.
+		status := http.StatusOK
+		if e, ok := resp.(mcpgo.JSONRPCError); ok && *modern {
+			status = statusForJSONRPCError(e.Error.Code)
+		}
+		var b bytes.Buffer
+		json.NewEncoder(&b).Encode(resp) //nolint:errcheck // mcp-go's own types
+		done <- ran{answer: answer{status: status, body: b.Bytes()}}
+	}
+	select {
+	case hw.jobs <- job: // an idle worker takes it
+	case hw.workers <- struct{}{}: // or one more worker starts
+		go hw.work(job)
+	}
 	out := <-done
 	if out.panic != nil {
 		panic(out.panic)
 	}
-	return out.resp
+	return out.answer
+}
+
+// workerIdle is how long a worker waits for another job before it ends.
+const workerIdle = time.Second
+
+// work runs job and then the jobs it is given, until none comes for workerIdle.
+// Workers outlive their jobs so that their grown stacks serve the next
+// ones: a goroutine per run would allocate and free a deep stack each
+// time, and the holes those leave between the held waits' small stacks
+// are memory the process keeps.
+func (hw *heldWaits) work(job func()) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		job()
+		idle.Reset(workerIdle)
+		select {
+		case job = <-hw.jobs:
+		case <-idle.C:
+			if <-hw.workers; len(hw.workers) == 0 {
+				hw.quiet()
+			}
+			return
+		}
+	}
+}
+
+// quietRelease is the least idle memory worth a release when waits go quiet.
+const quietRelease = 32 << 20
+
+// quiet runs when no held wait has been looked at for workerIdle. Opening
+// a wait leaves about 25 KiB of garbage (mcp-go's parsing, the looks),
+// and a burst of them (agents reconnecting after a restart) grows the heap
+// to twice what the waits hold; the runtime would keep that memory for as
+// long as the waits stay open, since nothing more is allocated. If at
+// least a quarter of what it holds is idle, a collection returns it to the
+// system now. As memoryGuard, it takes at most a tenth of the time.
+func (hw *heldWaits) quiet() {
+	if time.Now().UnixNano() < hw.nextRelease.Load() {
+		return
+	}
+	held, idle := (*memoryGuard)(nil).usage() // usage reads the runtime's figures only
+	if idle < quietRelease || idle < held/4 {
+		return
+	}
+	start := time.Now()
+	debug.FreeOSMemory()
+	hw.nextRelease.Store(time.Now().Add(10 * time.Since(start)).UnixNano())
 }
 
 // statusForJSONRPCError is the HTTP status protocol 2026-07-28 gives a
