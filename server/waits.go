@@ -119,13 +119,18 @@ func (hw *heldWaits) accepts(r *http.Request, body []byte) (modern, ok bool) {
 		return false, false
 	}
 	var params struct {
-		Name string      `json:"name"`
-		Meta *mcpgo.Meta `json:"_meta"`
+		Name string `json:"name"`
+		// As mcpgo.Meta, keyed exactly, without decoding what the other keys hold.
+		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	if json.Unmarshal(msg.Params, &params) != nil || params.Name != waitTool {
 		return false, false
 	}
-	headerVersion, metaVersion := r.Header.Get(mcpgo.HeaderProtocolVersion), params.Meta.ProtocolVersion()
+	var metaVersion string
+	if v, ok := params.Meta[mcpgo.MetaKeyProtocolVersion]; ok && json.Unmarshal(v, &metaVersion) != nil {
+		return false, false
+	}
+	headerVersion := r.Header.Get(mcpgo.HeaderProtocolVersion)
 	modern = mcpgo.IsModernProtocol(metaVersion) || mcpgo.IsModernProtocol(headerVersion)
 	if !modern {
 		return false, headerVersion == "" || mcpgo.IsValidProtocolVersion(headerVersion)

@@ -244,8 +244,10 @@ func (w *openWait) run(ctx context.Context, h *Hold) (WaitResult, error) {
 			return WaitResult{}, ctx.Err()
 		}
 		// Look again once subscribed (an event that committed between the
-		// first look and the subscription woke nobody), and after each wake-up.
-		res, err := w.s.lookForEvents(ctx, w.cred, &w.c, &w.after, &w.latest)
+		// first look and the subscription woke nobody), and after each
+		// wake-up. The look right after the first needs no new token check:
+		// the first one made it a moment ago, in the same call.
+		res, err := w.s.look(ctx, w.cred, &w.c, &w.after, &w.latest, w.ended == endNone)
 		if err != nil || len(res.Events) > 0 {
 			w.close()
 			if err == nil && !w.woke.IsZero() {
@@ -338,6 +340,12 @@ func (h *Hold) Close() {
 // stops the wait) and reads one page of events after *after, resolving a
 // "latest" cursor to the organization's current sequence number first.
 func (s *Service) lookForEvents(ctx context.Context, cred Credentials, c *caller, after *int64, latest *bool) (WaitResult, error) {
+	return s.look(ctx, cred, c, after, latest, false)
+}
+
+// look is lookForEvents; with authenticated, *c is the caller the same
+// call authenticated a moment ago, and the token is not read again.
+func (s *Service) look(ctx context.Context, cred Credentials, c *caller, after *int64, latest *bool, authenticated bool) (WaitResult, error) {
 	select {
 	case lookSlots <- struct{}{}:
 		defer func() { <-lookSlots }()
@@ -346,9 +354,11 @@ func (s *Service) lookForEvents(ctx context.Context, cred Credentials, c *caller
 	}
 	var res WaitResult
 	err := s.store.View(ctx, func(q db.Queries) error {
-		var err error
-		if *c, err = s.authenticate(ctx, q, cred); err != nil {
-			return err
+		if !authenticated {
+			var err error
+			if *c, err = s.authenticate(ctx, q, cred); err != nil {
+				return err
+			}
 		}
 		if *latest {
 			// Every event after this one commits with a higher sequence
