@@ -8,8 +8,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"runtime/debug"
-	"sync/atomic"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -49,8 +47,6 @@ type heldWaits struct {
 	// query), so a few workers keep up.
 	jobs    chan func()
 	workers chan struct{} // one token per worker running
-
-	nextRelease atomic.Int64 // unix ns before which quiet does nothing
 }
 
 // maxWorkers is how many runs of held waits may be under way at once.
@@ -246,35 +242,10 @@ func (hw *heldWaits) work(job func()) {
 		select {
 		case job = <-hw.jobs:
 		case <-idle.C:
-			if <-hw.workers; len(hw.workers) == 0 {
-				hw.quiet()
-			}
+			<-hw.workers
 			return
 		}
 	}
-}
-
-// quietRelease is the least idle memory worth a release when waits go quiet.
-const quietRelease = 32 << 20
-
-// quiet runs when no held wait has been looked at for workerIdle. Opening
-// a wait leaves about 25 KiB of garbage (mcp-go's parsing, the looks),
-// and a burst of them (agents reconnecting after a restart) grows the heap
-// to twice what the waits hold; the runtime would keep that memory for as
-// long as the waits stay open, since nothing more is allocated. If at
-// least a quarter of what it holds is idle, a collection returns it to the
-// system now. As memoryGuard, it takes at most a tenth of the time.
-func (hw *heldWaits) quiet() {
-	if time.Now().UnixNano() < hw.nextRelease.Load() {
-		return
-	}
-	held, idle := (*memoryGuard)(nil).usage() // usage reads the runtime's figures only
-	if idle < quietRelease || idle < held/4 {
-		return
-	}
-	start := time.Now()
-	debug.FreeOSMemory()
-	hw.nextRelease.Store(time.Now().Add(10 * time.Since(start)).UnixNano())
 }
 
 // statusForJSONRPCError is the HTTP status protocol 2026-07-28 gives a
