@@ -41,7 +41,7 @@ const (
 var lookSlots = make(chan struct{}, 4)
 
 // Caps on open waits. Each open wait holds a request, a subscription and
-// its connection's buffers (35-50 KiB all told through the HTTP front's
+// its connection's buffers (40-50 KiB all told through the HTTP front's
 // held waits; see BENCHMARKS.md): one token holding thousands
 // would exhaust memory and file descriptors. A user needs a few (one per
 // open conversation); the process cap keeps the total within the memory
