@@ -7,6 +7,7 @@ package server_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -283,4 +284,41 @@ func isToolError(a seen) bool {
 	body, _ := a.Body.(map[string]any)
 	res, _ := body["result"].(map[string]any)
 	return res["isError"] == true
+}
+
+// TestHeldWaitsAtOAuthMCP: at /oauth/mcp a wait is served by the held path
+// as at /mcp, with the resource the bearer guard checked, without which
+// the access token would not authenticate: it returns the question to its
+// user (at once, or woken by it). A login token is stopped by the guard.
+func TestHeldWaitsAtOAuthMCP(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachConfig(t, func(t *testing.T, cfg db.Config) {
+		e := newOAuthEnv(t, cfg, dbtest.Open(t, cfg))
+		loginToken := e.team(t, "acme") // umar's; john is on the team too
+		access := e.connect(t, e.register(t, oauthRedirect), oauthRedirect).Access
+		url := e.base + "/oauth/mcp"
+
+		waited := make(chan seen, 1)
+		go func() {
+			waited <- rpcCall{proto: statelessProtocol, token: access,
+				args: map[string]any{"cursor": "", "timeout_seconds": 30}}.post(t, url)
+		}()
+		cs := connectTo(t, e.base+"/mcp", "", "")
+		john := login(t, cs, "acme", "john")
+		ask(t, cs, john, "umar", "Through OAuth?")
+		select {
+		case a := <-waited:
+			ev, _ := structured(t, a)["events"].([]any)
+			if a.Status != http.StatusOK || len(ev) != 1 || !strings.Contains(fmt.Sprint(ev[0]), "Through OAuth?") {
+				t.Errorf("wait at /oauth/mcp with an access token = %d %v, want john's question", a.Status, a.Body)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the wait at /oauth/mcp was not woken by a question")
+		}
+
+		// A login token passes the guard only if it is an access token: it is not.
+		if a := (rpcCall{proto: statelessProtocol, token: loginToken, args: map[string]any{"timeout_seconds": 0}}).post(t, url); a.Status != http.StatusUnauthorized {
+			t.Errorf("wait at /oauth/mcp with a login token = %d %v, want 401 from the guard", a.Status, a.Body)
+		}
+	})
 }
