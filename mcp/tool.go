@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -39,13 +40,15 @@ func declare[A, R any](t *tools, name string, fn func(context.Context, A) (R, er
 // outcome, with its duration.
 func handle[A, R any](t *tools, name string, fn func(context.Context, A) (R, error)) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcpgo.CallToolRequest) (res *mcpgo.CallToolResult, _ error) {
-		start, outcome := time.Now(), metrics.OK
+		start, outcome, held := heldStart(ctx, time.Now()), metrics.OK, false
 		defer func() {
 			if p := recover(); p != nil {
 				t.log.ErrorContext(ctx, "tool panicked", "tool", name, "panic", fmt.Sprint(p), "stack", callers())
-				res, outcome = mcpgo.NewToolResultError(errInternal.Error()), metrics.InternalError
+				res, outcome, held = mcpgo.NewToolResultError(errInternal.Error()), metrics.InternalError, false
 			}
-			t.metrics.ToolCall(name, outcome, time.Since(start))
+			if !held { // a held call is counted when it ends
+				t.metrics.ToolCall(name, outcome, time.Since(start))
+			}
 		}()
 		fail := func(err error) (*mcpgo.CallToolResult, error) {
 			var msg string
@@ -58,6 +61,10 @@ func handle[A, R any](t *tools, name string, fn func(context.Context, A) (R, err
 			return mcpgo.NewToolResultError(argumentError(err)), nil
 		}
 		out, err := fn(withCall(ctx, req), args)
+		if errors.Is(err, relay.ErrHeld) {
+			held = true
+			return &mcpgo.CallToolResult{}, nil // never sent: the holder runs the call again (see Hold)
+		}
 		if err != nil {
 			return fail(err)
 		}

@@ -95,6 +95,10 @@ type Config struct {
 	// of their own).
 	Metrics      *metrics.Metrics
 	MetricsToken string
+
+	// noHeldWaits sends wait_for_messages calls through mcp-go's handler
+	// too (tests compare the two answers).
+	noHeldWaits bool
 }
 
 // Handler returns the HTTP handler for every route.
@@ -121,6 +125,12 @@ func handler(cfg Config) (http.Handler, *sessions) {
 	}
 	fwd := proxies{trusted: cfg.TrustedProxies, header: cfg.ClientIPHeader}
 	tracked := newSessions(cfg.MaxSessions)
+	// What a tool call's context carries besides the request's (mcp-go's
+	// HTTPContextFunc, and the same for the waits served in heldWaits).
+	callContext := func(ctx context.Context, r *http.Request) context.Context {
+		ctx = mcp.WithClientAddr(ctx, fwd.clientKey(r))
+		return mcp.WithBearerToken(ctx, mcp.BearerToken(r.Header.Get("Authorization")))
+	}
 	streamable := mcpserver.NewStreamableHTTPServer(cfg.MCP,
 		// Session ids are minted at initialize but no request depends on
 		// state kept for them: any replica answers any request, with no
@@ -138,10 +148,7 @@ func handler(cfg Config) (http.Handler, *sessions) {
 		mcpserver.WithDisableStreaming(true),
 		// mcp-go names the session in some lines: cfg.Logger is redacting.
 		mcpserver.WithStreamableHTTPLogger(cfg.Logger),
-		mcpserver.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
-			ctx = mcp.WithClientAddr(ctx, fwd.clientKey(r))
-			return mcp.WithBearerToken(ctx, mcp.BearerToken(r.Header.Get("Authorization")))
-		}),
+		mcpserver.WithHTTPContextFunc(callContext),
 	)
 	origins := map[string]bool{}
 	for _, o := range cfg.AllowedOrigins {
@@ -159,7 +166,8 @@ func handler(cfg Config) (http.Handler, *sessions) {
 	mux.HandleFunc("GET /{$}", index(cfg.Version, cfg.PublicURL))
 	tracked.mcp = streamable
 	g := newGate(cfg, fwd.clientKey)
-	mcpChain := g.readBody(tracked.track(longWrite(streamable)))
+	waits := newHeldWaits(cfg.MCP, streamable, callContext, cfg.noHeldWaits)
+	mcpChain := g.readBody(longWrite(waits.serve(tracked.track(streamable))))
 	mux.Handle("/mcp", checkOrigin(origins, g.admit(mcpChain)))
 	if cfg.Relay != nil {
 		base := func(r *http.Request) string {

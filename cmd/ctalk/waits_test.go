@@ -284,17 +284,19 @@ func TestTenThousandWaits(t *testing.T) {
 			t.Fatalf("%d waits need more open files than ulimit -n %d allows", n, lim.Cur)
 		}
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			floor := measureFloor(t, n)
-			ctalk := measureCtalk(t, bin, n)
-			t.Logf("RESULT N=%d: RSS per wait ctalk %.1f KiB, floor %.1f KiB, ratio %.2f (target <= 1.5)",
-				n, ctalk, floor, ctalk/floor)
+			floor, floorQuiet := measureFloor(t, n)
+			ctalk, ctalkQuiet := measureCtalk(t, bin, n)
+			t.Logf("RESULT N=%d: RSS per wait ctalk %.1f KiB, floor %.1f KiB, ratio %.2f (target <= 1.5); "+
+				"after 10 s more with nothing happening: ctalk %.1f KiB, floor %.1f KiB, ratio %.2f",
+				n, ctalk, floor, ctalk/floor, ctalkQuiet, floorQuiet, ctalkQuiet/floorQuiet)
 		})
 	}
 }
 
 // measureFloor starts the floor in its own process, holds n waits on it
-// and returns its RSS per wait (KiB).
-func measureFloor(t *testing.T, n int) float64 {
+// and returns its RSS per wait (KiB) once they are open and after 10 s
+// more with nothing happening.
+func measureFloor(t *testing.T, n int) (float64, float64) {
 	addr := "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
 	cmd := exec.Command(os.Args[0], "-test.run=^TestWaitFloorServer$")
 	cmd.Env = append(os.Environ(), floorEnv+"="+addr, "CTALK_CAPACITY=")
@@ -350,17 +352,20 @@ func measureFloor(t *testing.T, n int) float64 {
 	cpu0 := procCPU(pid)
 	time.Sleep(10 * time.Second)
 	ticks := procCPU(pid) - cpu0
+	quiet := procStatus(pid, "VmRSS")
 	cancel()
 	wg.Wait()
 	c.closeIdle()
 	if failed.Load() > 0 {
 		t.Errorf("floor: %d waits failed", failed.Load())
 	}
-	per := float64(held-idle) / float64(n)
+	per, perQuiet := float64(held-idle)/float64(n), float64(quiet-idle)/float64(n)
 	t.Logf("RESULT N=%d floor: opened in %v; VmRSS idle %d kB, holding %d kB: %.1f KiB per wait "+
-		"(Go stacks %.1f KiB, heap in use %.1f KiB); %d goroutines; idle CPU over 10 s %d ticks",
-		n, opened.Round(time.Millisecond), idle, held, per, perWaitKiB(stack1-stack0, n), perWaitKiB(heap1-heap0, n), goroutines, ticks)
-	return per
+		"(Go stacks %.1f KiB, heap in use %.1f KiB); %d goroutines; idle CPU over 10 s %d ticks; "+
+		"after those 10 s %d kB: %.1f KiB per wait",
+		n, opened.Round(time.Millisecond), idle, held, per, perWaitKiB(stack1-stack0, n), perWaitKiB(heap1-heap0, n), goroutines, ticks,
+		quiet, perQuiet)
+	return per, perQuiet
 }
 
 // perWaitKiB is bytes shared by n waits, in KiB each.
@@ -425,8 +430,9 @@ func metricValue(base, name string) int {
 }
 
 // measureCtalk runs `ctalk serve` on SQLite with n waits and returns its
-// RSS per wait (KiB), logging the rest.
-func measureCtalk(t *testing.T, bin string, n int) float64 {
+// RSS per wait (KiB) once they are open and after 10 s more with nothing
+// happening, logging the rest.
+func measureCtalk(t *testing.T, bin string, n int) (float64, float64) {
 	path := filepath.Join(t.TempDir(), "relay.db")
 	tokens, asker := seedWaiters(t, path, n)
 	const perUser = 8 // the default CTALK_MAX_WAITS_PER_USER
@@ -510,12 +516,19 @@ func measureCtalk(t *testing.T, bin string, n int) float64 {
 	// Idle CPU: nothing happens but the n waits being held; two windows,
 	// since the first may still see the collector and scavenger at work
 	// after the waits came in.
+	var quiet int64
 	for w := range 2 {
 		cpu0 := procCPU(pid)
 		time.Sleep(10 * time.Second)
 		ticks := procCPU(pid) - cpu0
 		t.Logf("RESULT N=%d ctalk idle CPU over 10 s (window %d) with %d waits open: %d ticks = %.2f s (%.1f%% of one core)",
 			n, w+1, n, ticks, float64(ticks)/100, float64(ticks)/10)
+		if w == 0 { // as the floor's: after 10 s with nothing happening
+			quiet = procStatus(pid, "VmRSS")
+			stack2, heap2 := metricValue(p.base, "go_memstats_stack_inuse_bytes"), metricValue(p.base, "go_memstats_heap_inuse_bytes")
+			t.Logf("RESULT N=%d ctalk after those 10 s: VmRSS %d kB: %.1f KiB per wait (Go stacks %.1f KiB, heap in use %.1f KiB)",
+				n, quiet, float64(quiet-idle)/float64(n), perWaitKiB(stack2-stack0, n), perWaitKiB(heap2-heap0, n))
+		}
 	}
 
 	// The caps: user 0 has one wait open; of perUser more, perUser-1 are
@@ -613,5 +626,5 @@ func measureCtalk(t *testing.T, bin string, n int) float64 {
 	if f := failures.Load(); f > 0 {
 		t.Errorf("%d waits failed; the last: %v", f, lastErr.Load())
 	}
-	return per
+	return per, float64(quiet-idle) / float64(n)
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -40,7 +41,8 @@ const (
 var lookSlots = make(chan struct{}, 4)
 
 // Caps on open waits. Each open wait holds a request, a subscription and
-// its connection's buffers (~80 KiB all told): one token holding thousands
+// its connection's buffers (40-50 KiB all told through the HTTP front's
+// held waits; see BENCHMARKS.md): one token holding thousands
 // would exhaust memory and file descriptors. A user needs a few (one per
 // open conversation); the process cap keeps the total within the memory
 // budget the README gives.
@@ -139,21 +141,30 @@ type WaitResult struct {
 // "latest" for only what arrives after the call), waiting up to
 // timeoutSeconds (nil: DefaultWaitSeconds; at most MaxWaitSeconds) for one
 // when there is none yet. A wait that times out is an empty result, not an error.
+//
+// When ctx carries a Hold (WithHold), Wait does not block: where it would,
+// it leaves the wait in the hold and returns ErrHeld; the holder blocks
+// (Hold.Block) and calls Wait again with the same hold to carry on.
 func (s *Service) Wait(ctx context.Context, cred Credentials, cursor string, timeoutSeconds *float64) (WaitResult, error) {
+	h, _ := ctx.Value(holdKey{}).(*Hold)
+	if h != nil && h.held != nil { // carry on a held wait
+		w := h.held
+		h.held = nil
+		return w.run(ctx, h)
+	}
 	timeout := time.Duration(DefaultWaitSeconds) * time.Second
 	if timeoutSeconds != nil {
 		timeout = time.Duration(min(*timeoutSeconds, MaxWaitSeconds) * float64(time.Second))
 	}
-	var after int64
-	latest := false
+	w := &openWait{s: s, cred: cred, timeout: timeout}
 	switch c := strings.TrimSpace(cursor); {
 	case c == "":
 	case strings.EqualFold(c, latestCursor):
-		latest = true
+		w.latest = true
 	default:
 		var err error
-		after, err = strconv.ParseInt(c, 10, 64)
-		if err != nil || after < 0 {
+		w.after, err = strconv.ParseInt(c, 10, 64)
+		if err != nil || w.after < 0 {
 			return WaitResult{}, badInput("cursor must be the cursor value from a previous wait_for_messages result, " +
 				"\"latest\", or empty for every past message")
 		}
@@ -161,51 +172,167 @@ func (s *Service) Wait(ctx context.Context, cred Credentials, cursor string, tim
 
 	// The first look needs no subscription: most calls after a wake-up find
 	// something at once.
-	var c caller
-	res, err := s.lookForEvents(ctx, cred, &c, &after, &latest)
+	res, err := s.lookForEvents(ctx, cred, &w.c, &w.after, &w.latest)
 	if err != nil || len(res.Events) > 0 || timeout <= 0 {
 		return res, err
 	}
-	leave, err := s.waits.enter(c.user.OrgID + "/" + c.user.ID)
-	if err != nil {
+	if w.leave, err = s.waits.enter(w.c.user.OrgID + "/" + w.c.user.ID); err != nil {
 		return WaitResult{}, err
 	}
-	defer leave()
-	wake, unsubscribe := s.store.Subscribe(ctx, c.user.OrgID, c.user.ID)
-	defer unsubscribe()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var woke time.Time // when the last wake-up came, to measure the response to it
+	subCtx := ctx
+	if h != nil {
+		subCtx = h.ctx // the subscription outlives this call
+		h.open = w
+	}
+	w.wake, w.unsubscribe = s.store.Subscribe(subCtx, w.c.user.OrgID, w.c.user.ID)
+	w.timer = time.NewTimer(timeout)
+	return w.run(ctx, h)
+}
+
+// openWait is a wait counted against the caps and subscribed to its
+// caller's wake-ups, between its looks.
+type openWait struct {
+	s       *Service
+	cred    Credentials
+	c       caller
+	after   int64
+	latest  bool
+	timeout time.Duration
+
+	leave, unsubscribe func()
+	wake               <-chan struct{}
+	timer              *time.Timer
+	woke               time.Time // when the last wake-up came, to measure the response to it
+	res                WaitResult
+	ended              waitEnd // what ended the last block
+	closed             bool
+}
+
+// waitEnd is what ended a wait's block.
+type waitEnd int
+
+const (
+	endNone waitEnd = iota
+	endWoken
+	endDrained
+	endTimedOut
+	endCancelled
+)
+
+// run looks for events and blocks until one comes, the timeout, the drain
+// or the end of ctx; or, with a hold, leaves the wait in it instead of blocking.
+func (w *openWait) run(ctx context.Context, h *Hold) (WaitResult, error) {
 	for {
-		// Look again once subscribed: an event that committed between the
-		// first look and the subscription woke nobody.
-		if res, err = s.lookForEvents(ctx, cred, &c, &after, &latest); err != nil || len(res.Events) > 0 {
-			if err == nil && !woke.IsZero() {
+		switch w.ended {
+		case endDrained:
+			// The server is shutting down: end the wait now with its normal
+			// empty result instead of holding the drain up to 55 s.
+			w.close()
+			res := w.res
+			res.TimedOut = true
+			res.NextStep = fmt.Sprintf("The relay is restarting. Call wait_for_messages again with cursor %q to keep waiting.", res.Cursor)
+			return res, nil
+		case endTimedOut:
+			w.close()
+			res := w.res
+			res.TimedOut = true
+			res.NextStep = fmt.Sprintf("Nothing new within %s. Call wait_for_messages again with cursor %q to keep waiting.",
+				w.timeout.Round(time.Second), res.Cursor)
+			return res, nil
+		case endCancelled:
+			w.close()
+			return WaitResult{}, ctx.Err()
+		}
+		// Look again once subscribed (an event that committed between the
+		// first look and the subscription woke nobody), and after each
+		// wake-up. The look right after the first needs no new token check:
+		// the first one made it a moment ago, in the same call.
+		res, err := w.s.look(ctx, w.cred, &w.c, &w.after, &w.latest, w.ended == endNone)
+		if err != nil || len(res.Events) > 0 {
+			w.close()
+			if err == nil && !w.woke.IsZero() {
 				now := time.Now()
-				s.metrics.WaitWoken(now.Sub(woke))
+				w.s.metrics.WaitWoken(now.Sub(w.woke))
 				for _, e := range res.Events {
-					s.metrics.EventDelivered(now.Sub(e.At))
+					w.s.metrics.EventDelivered(now.Sub(e.At))
 				}
 			}
 			return res, err
 		}
-		select {
-		case <-wake:
-			woke = time.Now()
-		case <-s.draining:
-			// The server is shutting down: end the wait now with its normal
-			// empty result instead of holding the drain up to 55 s.
-			res.TimedOut = true
-			res.NextStep = fmt.Sprintf("The relay is restarting. Call wait_for_messages again with cursor %q to keep waiting.", res.Cursor)
-			return res, nil
-		case <-timer.C:
-			res.TimedOut = true
-			res.NextStep = fmt.Sprintf("Nothing new within %s. Call wait_for_messages again with cursor %q to keep waiting.",
-				timeout.Round(time.Second), res.Cursor)
-			return res, nil
-		case <-ctx.Done():
-			return WaitResult{}, ctx.Err()
+		w.res = res
+		if h != nil {
+			h.held = w
+			return WaitResult{}, ErrHeld
 		}
+		w.block(ctx)
+	}
+}
+
+// block waits for what ends the wait's block and records it.
+func (w *openWait) block(ctx context.Context) {
+	select {
+	case <-w.wake:
+		w.woke, w.ended = time.Now(), endWoken
+	case <-w.s.draining:
+		w.ended = endDrained
+	case <-w.timer.C:
+		w.ended = endTimedOut
+	case <-ctx.Done():
+		w.ended = endCancelled
+	}
+}
+
+// close uncounts the wait and ends its subscription and timer, once.
+func (w *openWait) close() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	w.timer.Stop()
+	w.unsubscribe()
+	w.leave()
+}
+
+// ErrHeld is what Wait returns when it left the wait in the context's Hold.
+var ErrHeld = errors.New("relay: the wait is held by the caller")
+
+// A Hold lets the caller of Wait do the blocking itself: an HTTP front can
+// then keep a long poll on a goroutine with a small stack, and run each look
+// (authentication and a query) on a short-lived goroutine of its own.
+// A Hold serves one wait, by one goroutine at a time.
+type Hold struct {
+	ctx  context.Context // the request's: the wait's subscription ends with it
+	held *openWait       // set while Wait has left the wait here
+	open *openWait       // the wait, until it is closed
+}
+
+type holdKey struct{}
+
+// NewHold returns a hold for one wait of the request whose context is ctx.
+func NewHold(ctx context.Context) *Hold { return &Hold{ctx: ctx} }
+
+// WithHold returns a context in which Wait leaves the wait in h instead of blocking.
+func WithHold(ctx context.Context, h *Hold) context.Context {
+	return context.WithValue(ctx, holdKey{}, h)
+}
+
+// Held reports whether the last Wait left the wait in h: the caller should
+// Block and then call Wait again with h.
+func (h *Hold) Held() bool { return h.held != nil }
+
+// Block waits, on the caller's goroutine, for what ends the held wait's
+// block: a wake-up, the timeout, the drain, or the end of ctx.
+func (h *Hold) Block(ctx context.Context) {
+	if h.held != nil {
+		h.held.block(ctx)
+	}
+}
+
+// Close releases the wait if it is still open (after a panic, say): its
+// place under the caps, its subscription and its timer.
+func (h *Hold) Close() {
+	if h.open != nil {
+		h.open.close()
 	}
 }
 
@@ -213,6 +340,12 @@ func (s *Service) Wait(ctx context.Context, cred Credentials, cursor string, tim
 // stops the wait) and reads one page of events after *after, resolving a
 // "latest" cursor to the organization's current sequence number first.
 func (s *Service) lookForEvents(ctx context.Context, cred Credentials, c *caller, after *int64, latest *bool) (WaitResult, error) {
+	return s.look(ctx, cred, c, after, latest, false)
+}
+
+// look is lookForEvents; with authenticated, *c is the caller the same
+// call authenticated a moment ago, and the token is not read again.
+func (s *Service) look(ctx context.Context, cred Credentials, c *caller, after *int64, latest *bool, authenticated bool) (WaitResult, error) {
 	select {
 	case lookSlots <- struct{}{}:
 		defer func() { <-lookSlots }()
@@ -221,9 +354,11 @@ func (s *Service) lookForEvents(ctx context.Context, cred Credentials, c *caller
 	}
 	var res WaitResult
 	err := s.store.View(ctx, func(q db.Queries) error {
-		var err error
-		if *c, err = s.authenticate(ctx, q, cred); err != nil {
-			return err
+		if !authenticated {
+			var err error
+			if *c, err = s.authenticate(ctx, q, cred); err != nil {
+				return err
+			}
 		}
 		if *latest {
 			// Every event after this one commits with a higher sequence
