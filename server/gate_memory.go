@@ -20,7 +20,9 @@ const (
 	// while it decodes it, so the bodies cost up to a quarter of the limit.
 	bodyBudgetShare = 16
 	// requestCost: requests in flight may take half the limit, and a
-	// parked one (an open wait) costs 75–92 KiB of resident memory, so the
+	// parked one (an open wait) costs 40–50 KiB of resident memory when
+	// the front holds it, and 75–92 KiB through mcp-go (a client with a
+	// 2025-11-25 session), so the
 	// request cap is at most the limit over 192 KiB (256 at 48 MiB, 32 of
 	// them per address), and never below 64.
 	requestCost = 192 << 10
