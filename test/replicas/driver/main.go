@@ -222,6 +222,14 @@ func tools(ctx context.Context, args []string) error {
 		func() error {
 			return call(as["ann"], "search_answers", map[string]any{"query": "billing retries"}, nil)
 		},
+		func() error {
+			// A public address literal (no DNS here); turned off again two
+			// steps on, before anyone asks ann, so nothing is ever sent.
+			return call(as["ann"], "notification_settings", map[string]any{"channel": "webhook",
+				"address": "https://93.184.216.34/ctalk-replicas", "on_questions": true}, nil)
+		},
+		func() error { return call(as["ann"], "notification_settings", nil, nil) },
+		func() error { return call(as["ann"], "notification_settings", map[string]any{"channel": "none"}, nil) },
 		func() error { return call(as["ann"], "list_connected_clients", nil, nil) },
 		func() error {
 			// No OAuth client is connected: an unknown id is refused with a
