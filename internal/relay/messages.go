@@ -141,6 +141,9 @@ type Inbox struct {
 	// notifications stopped because the endpoint kept failing, and how to
 	// resume them ("" while they are not paused).
 	NotificationsPaused string `json:"notifications_paused,omitempty"`
+	// PausedNotice is the same news in the words the settings page uses
+	// (NotificationSettings.Notice), for the web inbox's banner.
+	PausedNotice string `json:"-"`
 }
 
 // Inbox lists unanswered questions to the caller after message afterID, oldest first.
@@ -183,7 +186,7 @@ func (s *Service) Inbox(ctx context.Context, cred Credentials, afterID int64) (I
 		if followUps {
 			res.NextStep += " A question with earlier_in_conversation continues a conversation: read its earlier turns first."
 		}
-		res.NotificationsPaused, err = pausedNotice(ctx, q, c.user)
+		res.NotificationsPaused, res.PausedNotice, err = pausedNotice(ctx, q, c.user)
 		return err
 	}))
 	return res, err

@@ -368,19 +368,26 @@ func loadNotify(ctx context.Context, q db.Queries, u db.User) (db.NotificationSe
 }
 
 // pausedNotice is what check_inbox tells a person whose notifications are
-// paused (the endpoint kept failing), or "": the agent is where they look
-// when the chat or mail that failed is silent.
-func pausedNotice(ctx context.Context, q db.Queries, u db.User) (string, error) {
+// paused (the endpoint kept failing), and the settings page's notice; both
+// "" while they are not paused. The agent is where they look when the chat
+// or mail that failed is silent.
+func pausedNotice(ctx context.Context, q db.Queries, u db.User) (agent, page string, err error) {
 	st, err := q.GetNotificationSettings(ctx, u.OrgID, u.ID)
 	if errors.Is(err, db.ErrNotFound) || (err == nil && st.PausedAt == nil) {
-		return "", nil
+		return "", "", nil
 	}
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	return fmt.Sprintf("Your %s notifications are paused since %s: %s. Tell the user: nothing reaches them outside "+
-		"their agent until they fix the address and save their settings again (notification_settings, or "+
-		"Settings in the web app), which resumes them.", st.Channel, st.PausedAt.UTC().Format("2 Jan 2006 15:04 UTC"), st.PauseReason), nil
+			"their agent until they fix the address and save their settings again (notification_settings, or "+
+			"Settings in the web app), which resumes them.", st.Channel, st.PausedAt.UTC().Format("2 Jan 2006 15:04 UTC"), st.PauseReason),
+		pausedPageNotice(st.PauseReason), nil
+}
+
+// pausedPageNotice is the settings' notice for a pause.
+func pausedPageNotice(reason string) string {
+	return "Notifications are paused: " + reason + ". Fix the address if needed and save your settings to resume them."
 }
 
 // orgExcerpts reads whether the organization lets notifications carry excerpts.
@@ -402,7 +409,7 @@ func (s *Service) notifyView(st db.NotificationSettings, saved, excerpts bool) N
 		out.Secret = st.Secret
 	}
 	if st.PausedAt != nil {
-		out.Notice = "Notifications are paused: " + st.PauseReason + ". Fix the address if needed and save your settings to resume them."
+		out.Notice = pausedPageNotice(st.PauseReason)
 	}
 	return out
 }

@@ -115,16 +115,9 @@ func (f *Face) inbox(w http.ResponseWriter, r *http.Request, s *session) {
 		f.fail(w, r, s, err)
 		return
 	}
-	// The owner of an endpoint that kept failing is told here.
-	st, err := f.cfg.Relay.NotificationSettings(r.Context(), s.cred)
-	if err != nil {
-		f.fail(w, r, s, err)
-		return
-	}
-	v := &inboxView{base: base{Title: "Inbox", Nav: "inbox", Live: LiveScript}, Questions: in.Questions}
-	if st.PausedAt != nil {
-		v.Paused = st.Notice
-	}
+	// The owner of an endpoint that kept failing is told here (read with
+	// the inbox, in its transaction).
+	v := &inboxView{base: base{Title: "Inbox", Nav: "inbox", Live: LiveScript}, Questions: in.Questions, Paused: in.PausedNotice}
 	if in.More {
 		v.NextAfter = in.Questions[len(in.Questions)-1].MessageID
 	}
