@@ -251,6 +251,11 @@ type Store interface {
 	// ends it, and so does the end of ctx. Empty orgID and userID subscribe
 	// to every event of every organization (the notification workers).
 	Subscribe(ctx context.Context, orgID, userID string) (wake <-chan struct{}, cancel func())
+	// SubscribeFunc is Subscribe, calling onWake at each wake-up instead of
+	// sending on a channel, so that a waiter needs no goroutine blocked on
+	// one. onWake runs with the store's subscription lock held: it must
+	// return at once, and never call the store.
+	SubscribeFunc(ctx context.Context, orgID, userID string, onWake func()) (cancel func())
 	// TouchTokens records when tokens were used (Queries.TouchToken), in a
 	// transaction of its own: bookkeeping that runs beside the calls, never
 	// inside one.

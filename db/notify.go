@@ -59,13 +59,18 @@ const fallbackPoll = 5 * time.Second
 
 type userKey struct{ org, user string }
 
-// subscriber is one waiter's wake-up channel.
+// subscriber is one waiter's wake-up channel, or its function (SubscribeFunc).
 type subscriber struct {
-	key  userKey
-	wake chan struct{} // buffered: wake-ups coalesce and never block the sender
+	key    userKey
+	wake   chan struct{} // buffered: wake-ups coalesce and never block the sender
+	onWake func()        // instead of wake: called with the notifier's lock held, never blocks
 }
 
 func (s *subscriber) signal() {
+	if s.onWake != nil {
+		s.onWake()
+		return
+	}
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -98,11 +103,21 @@ type notifier struct {
 // own goroutine on the first call.
 func (n *notifier) subscribe(ctx context.Context, orgID, userID string, background ...func(context.Context)) (<-chan struct{}, func()) {
 	s := &subscriber{key: userKey{orgID, userID}, wake: make(chan struct{}, 1)}
+	return s.wake, n.add(ctx, s, background)
+}
+
+// subscribeFunc is subscribe, calling onWake for each wake-up instead.
+func (n *notifier) subscribeFunc(ctx context.Context, orgID, userID string, onWake func(), background ...func(context.Context)) func() {
+	return n.add(ctx, &subscriber{key: userKey{orgID, userID}, onWake: onWake}, background)
+}
+
+// add registers s and returns what ends its subscription.
+func (n *notifier) add(ctx context.Context, s *subscriber, background []func(context.Context)) func() {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
 		s.signal() // look again, and find the store closed
-		return s.wake, func() {}
+		return func() {}
 	}
 	if !n.started {
 		n.started = true
@@ -124,17 +139,17 @@ func (n *notifier) subscribe(ctx context.Context, orgID, userID string, backgrou
 		n.users[s.key] = map[*subscriber]struct{}{}
 	}
 	n.users[s.key][s] = struct{}{}
-	org := n.orgs[orgID]
+	org := n.orgs[s.key.org]
 	if org == nil {
 		org = &watchedOrg{subs: map[*subscriber]struct{}{}}
-		n.orgs[orgID] = org
+		n.orgs[s.key.org] = org
 	}
 	org.subs[s] = struct{}{}
 	n.mu.Unlock()
 
 	// No goroutine waits on ctx: AfterFunc only registers a callback.
 	stop := context.AfterFunc(ctx, func() { n.remove(s) })
-	return s.wake, func() {
+	return func() {
 		stop()
 		n.remove(s)
 	}

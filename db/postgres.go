@@ -321,6 +321,10 @@ func (s *postgresStore) Subscribe(ctx context.Context, orgID, userID string) (<-
 	return s.events.subscribe(ctx, orgID, userID, s.listen, func(ctx context.Context) { s.events.poll(ctx, s) })
 }
 
+func (s *postgresStore) SubscribeFunc(ctx context.Context, orgID, userID string, onWake func()) func() {
+	return s.events.subscribeFunc(ctx, orgID, userID, onWake, s.listen, func(ctx context.Context) { s.events.poll(ctx, s) })
+}
+
 // Reconnect delays of the LISTEN connection.
 const (
 	listenMinBackoff = 100 * time.Millisecond

@@ -407,6 +407,10 @@ func (s *sqliteStore) Subscribe(ctx context.Context, orgID, userID string) (<-ch
 	return s.events.subscribe(ctx, orgID, userID, func(ctx context.Context) { s.events.poll(ctx, s) })
 }
 
+func (s *sqliteStore) SubscribeFunc(ctx context.Context, orgID, userID string, onWake func()) func() {
+	return s.events.subscribeFunc(ctx, orgID, userID, onWake, func(ctx context.Context) { s.events.poll(ctx, s) })
+}
+
 func (s *sqliteStore) Connections() (open, inUse int) {
 	st := s.db.Stats()
 	return st.OpenConnections, st.InUse

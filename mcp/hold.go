@@ -37,6 +37,11 @@ func (h *Hold) Held() bool { return h.relay.Held() }
 // timeout, the server's drain or the end of ctx.
 func (h *Hold) Block(ctx context.Context) { h.relay.Block(ctx) }
 
+// Notify arranges for fn to be called, once, when the held call has
+// something to do, instead of a goroutine blocking in Block (see
+// relay.Hold.Notify: fn must not block). Then the caller runs the call again.
+func (h *Hold) Notify(fn func()) { h.relay.Notify(fn) }
+
 // Close releases what a call still holds (its place under the wait caps,
 // its subscription), if a run ended without doing so.
 func (h *Hold) Close() { h.relay.Close() }

@@ -50,6 +50,7 @@ type Service struct {
 	now      func() time.Time
 	tokenTTL time.Duration
 	draining <-chan struct{} // nil: never
+	drained  context.Context // done when draining is closed (nil: never), for held waits' callbacks
 	waits    *waitCounter
 	locks    lockCache        // address and registration locks, see count
 	metrics  *metrics.Metrics // nil: none
@@ -68,6 +69,14 @@ func New(store db.Store, opts Options) *Service {
 		metrics: opts.Metrics, notify: opts.Notify}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if opts.Draining != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-opts.Draining
+			cancel()
+		}()
+		s.drained = ctx
 	}
 	if s.tokenTTL <= 0 {
 		s.tokenTTL = DefaultTokenTTL

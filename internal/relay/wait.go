@@ -150,6 +150,7 @@ func (s *Service) Wait(ctx context.Context, cred Credentials, cursor string, tim
 	if h != nil && h.held != nil { // carry on a held wait
 		w := h.held
 		h.held = nil
+		w.takeEnd(ctx)
 		return w.run(ctx, h)
 	}
 	timeout := time.Duration(DefaultWaitSeconds) * time.Second
@@ -179,14 +180,78 @@ func (s *Service) Wait(ctx context.Context, cred Credentials, cursor string, tim
 	if w.leave, err = s.waits.enter(w.c.user.OrgID + "/" + w.c.user.ID); err != nil {
 		return WaitResult{}, err
 	}
-	subCtx := ctx
 	if h != nil {
-		subCtx = h.ctx // the subscription outlives this call
 		h.open = w
+		w.arm(h.ctx)
+	} else {
+		w.wake, w.unsubscribe = s.store.Subscribe(ctx, w.c.user.OrgID, w.c.user.ID)
+		w.timer = time.NewTimer(timeout)
 	}
-	w.wake, w.unsubscribe = s.store.Subscribe(subCtx, w.c.user.OrgID, w.c.user.ID)
-	w.timer = time.NewTimer(timeout)
 	return w.run(ctx, h)
+}
+
+// Events of a held wait (openWait.pending), set by the callbacks arm registers.
+const (
+	evWoken uint8 = 1 << iota
+	evDrained
+	evTimedOut
+	evCancelled
+)
+
+// arm subscribes a held wait and registers what ends its block as
+// callbacks, not channels: a held wait has no goroutine of its own to
+// receive on them. Each sets its event and tells the holder (Hold.Notify,
+// Hold.Block). The subscription and the watch of ctx (the request's) outlive
+// the call of Wait that arms them.
+func (w *openWait) arm(ctx context.Context) {
+	w.ready = make(chan struct{}, 1)
+	w.unsubscribe = w.s.store.SubscribeFunc(ctx, w.c.user.OrgID, w.c.user.ID, func() { w.event(evWoken) })
+	w.timer = time.AfterFunc(w.timeout, func() { w.event(evTimedOut) })
+	w.stopCtx = context.AfterFunc(ctx, func() { w.event(evCancelled) })
+	if w.s.drained != nil {
+		w.stopDrain = context.AfterFunc(w.s.drained, func() { w.event(evDrained) })
+	}
+}
+
+// event records ev for a held wait and tells its holder: the function
+// Notify left, if any, and Block. It never blocks (a wake-up calls it with
+// the store's subscription lock held).
+func (w *openWait) event(ev uint8) {
+	w.mu.Lock()
+	if ev == evWoken && w.pending&evWoken == 0 {
+		w.wokeAt = time.Now()
+	}
+	w.pending |= ev
+	fn := w.notify
+	w.notify = nil
+	w.mu.Unlock()
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
+	if fn != nil {
+		fn()
+	}
+}
+
+// takeEnd sets what ended a held wait's block from its events, before it
+// runs again, and takes the wake-up it looks for.
+func (w *openWait) takeEnd(ctx context.Context) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch p := w.pending; {
+	case p&evCancelled != 0 || ctx.Err() != nil:
+		w.ended = endCancelled
+	case p&evDrained != 0:
+		w.ended = endDrained
+	case p&evWoken != 0:
+		w.ended, w.woke = endWoken, w.wokeAt
+		w.pending &^= evWoken
+	case p&evTimedOut != 0:
+		w.ended = endTimedOut
+	default: // run again without an event: look again, as after a wake-up
+		w.ended, w.woke = endWoken, time.Time{}
+	}
 }
 
 // openWait is a wait counted against the caps and subscribed to its
@@ -206,6 +271,14 @@ type openWait struct {
 	res                WaitResult
 	ended              waitEnd // what ended the last block
 	closed             bool
+
+	// A held wait's events (see arm), set by callbacks on other goroutines.
+	stopCtx, stopDrain func() bool
+	ready              chan struct{} // signalled at each event, for Hold.Block
+	mu                 sync.Mutex
+	pending            uint8     // ev* not yet taken
+	wokeAt             time.Time // when the first wake-up not yet taken came
+	notify             func()    // Hold.Notify's, until an event calls it
 }
 
 // waitEnd is what ended a wait's block.
@@ -291,6 +364,12 @@ func (w *openWait) close() {
 	w.timer.Stop()
 	w.unsubscribe()
 	w.leave()
+	if w.stopCtx != nil {
+		w.stopCtx()
+	}
+	if w.stopDrain != nil {
+		w.stopDrain()
+	}
 }
 
 // ErrHeld is what Wait returns when it left the wait in the context's Hold.
@@ -321,11 +400,48 @@ func WithHold(ctx context.Context, h *Hold) context.Context {
 func (h *Hold) Held() bool { return h.held != nil }
 
 // Block waits, on the caller's goroutine, for what ends the held wait's
-// block: a wake-up, the timeout, the drain, or the end of ctx.
+// block: a wake-up, the timeout, the drain, or the end of ctx (or of the
+// context the hold was made with).
 func (h *Hold) Block(ctx context.Context) {
-	if h.held != nil {
-		h.held.block(ctx)
+	w := h.held
+	if w == nil {
+		return
 	}
+	for {
+		w.mu.Lock()
+		pending := w.pending
+		w.mu.Unlock()
+		if pending != 0 || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Notify arranges for fn to be called, once, when the held wait has
+// something to do (what Block waits for, the end of the hold's context
+// included): at once if it has, else from the goroutine of the event, which
+// fn must not block (a wake-up calls it with the store's subscription lock
+// held). Then the caller runs Wait again with h, as after Block. Between
+// the two, nothing of the wait runs on any goroutine of its own.
+func (h *Hold) Notify(fn func()) {
+	w := h.held
+	if w == nil {
+		fn()
+		return
+	}
+	w.mu.Lock()
+	if w.pending != 0 {
+		w.mu.Unlock()
+		fn()
+		return
+	}
+	w.notify = fn
+	w.mu.Unlock()
 }
 
 // Close releases the wait if it is still open (after a panic, say): its
