@@ -120,14 +120,19 @@ func (g *gate) admit(next http.Handler) http.Handler {
 			g.busy(w, metrics.RefusedAddress, "too many requests from your address at once")
 			return
 		}
-		defer g.leave(key)
-		defer g.memory.check()
 		select {
 		case g.slots <- struct{}{}:
-			defer func() { <-g.slots }()
+			// A wait answered after its handler returned keeps its places until then.
+			defer afterRequest(r.Context(), 0, func(int) {
+				<-g.slots
+				g.memory.check()
+				g.leave(key)
+			})
 			next.ServeHTTP(w, r)
 		default:
 			g.busy(w, metrics.RefusedRequests, "too many requests at once")
+			g.memory.check()
+			g.leave(key)
 		}
 	})
 }
@@ -168,7 +173,7 @@ func (g *gate) readBody(next http.Handler) http.Handler {
 			return
 		}
 		var held int64
-		defer func() { g.inFlight.Add(-held) }()
+		defer afterRequest(r.Context(), 0, func(int) { g.inFlight.Add(-held) })
 		reserve := func(n int64) bool {
 			if n <= held {
 				return true
@@ -219,10 +224,19 @@ func (g *gate) readBody(next http.Handler) http.Handler {
 				"error": map[string]any{"code": mcpgo.INVALID_PARAMS, "message": msg}})
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = &readBytes{Reader: bytes.NewReader(body), b: body}
 		next.ServeHTTP(w, r)
 	})
 }
+
+// readBytes is a body readBody read: the handlers after it may take its
+// bytes (b) instead of reading a copy.
+type readBytes struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*readBytes) Close() error { return nil }
 
 func tooLarge(w http.ResponseWriter, limit int64) {
 	writeJSON(w, http.StatusRequestEntityTooLarge, jsonRPCError(-32600,

@@ -167,6 +167,7 @@ func handler(cfg Config) (http.Handler, *sessions) {
 	tracked.mcp = streamable
 	g := newGate(cfg, fwd.clientKey)
 	waits := newHeldWaits(cfg.MCP, streamable, callContext, cfg.noHeldWaits)
+	waits.log = cfg.Logger
 	mcpChain := g.readBody(longWrite(waits.serve(tracked.track(streamable))))
 	mux.Handle("/mcp", checkOrigin(origins, g.admit(mcpChain)))
 	if cfg.Relay != nil {
@@ -201,7 +202,14 @@ func handler(cfg Config) (http.Handler, *sessions) {
 			}
 		}))))
 	}
-	return withRequestID(fwd, logRequests(cfg.Logger, mux)), tracked
+	return front{Handler: withRequestID(fwd, withDetach(logRequests(cfg.Logger, mux))), waits: waits}, tracked
+}
+
+// front is the handler Handler returns. Its waits may be answered after
+// their handlers returned (see heldWaits): Serve's drain waits for them too.
+type front struct {
+	http.Handler
+	waits *heldWaits
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -303,8 +311,12 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		log.InfoContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path,
-			"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
+		// Not r itself: a detached request's line comes later, and r holds its headers and buffers.
+		ctx, method, path := r.Context(), r.Method, r.URL.Path
+		afterRequest(ctx, rec.status, func(status int) {
+			log.InfoContext(ctx, "request", "method", method, "path", path,
+				"status", status, "duration_ms", time.Since(start).Milliseconds())
+		})
 	})
 }
 
@@ -333,8 +345,14 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, drain time.Dura
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	err := srv.Shutdown(shutdownCtx)
+	if err != nil {
 		srv.Close()
+	}
+	if f, ok := h.(front); ok && f.waits.drain(shutdownCtx) != nil {
+		err = errors.Join(err, errors.New("held waits"))
+	}
+	if err != nil {
 		return errors.New("shutdown: in-flight requests did not finish within the drain time")
 	}
 	return nil

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -29,6 +33,11 @@ import (
 // an mcp.Hold. The answer is the one mcp-go would write: the same
 // HandleMessage response, encoded the same way, with the same headers.
 //
+// On an HTTP/1 connection a wait left held is taken over from net/http
+// (heldConn): the handler returns, and until the wait has something to do
+// nothing runs for it, not even a goroutine. Its answer then closes the
+// connection.
+//
 // Only what mcp-go would accept is served here: a single JSON-RPC
 // tools/call request for wait_for_messages, JSON content, headers that
 // pass mcp-go's checks, and no session id (a session's idle clock lives in
@@ -39,14 +48,26 @@ type heldWaits struct {
 	versions []string // the transport's protocol versions, as mcp-go puts them in the context
 	context  func(context.Context, *http.Request) context.Context
 	off      bool // tests: everything goes to mcp-go
+	log      *slog.Logger
+
 	// The runs of held waits are jobs for at most maxWorkers workers. A
 	// run's stack grows deep (tens of KiB) and the memory of a burst of
 	// them stays with the process: ten thousand agents reconnecting at
-	// once must not cost ten thousand deep stacks. Runs never block for
-	// long (a look holds one of relay's four database slots for one
-	// query), so a few workers keep up.
-	jobs    chan func()
-	workers chan struct{} // one token per worker running
+	// once must not cost ten thousand deep stacks, nor ten thousand
+	// connection goroutines waiting for a worker (see hold). Runs never
+	// block for long (a look holds one of relay's four database slots for
+	// one query), so a few workers keep up.
+	qmu     sync.Mutex
+	queue   []func() // jobs no worker has taken yet
+	running int      // workers
+	idle    int      // workers waiting for a job
+	kick    chan struct{}
+
+	// The connections of the waits taken over (heldConn), for the drain.
+	watch connWatch
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	taken sync.WaitGroup
 }
 
 // maxWorkers is how many runs of held waits may be under way at once.
@@ -60,7 +81,8 @@ func newHeldWaits(srv *mcpserver.MCPServer, streamable *mcpserver.StreamableHTTP
 	tool := srv.GetTool(waitTool)
 	off = off || tool == nil || len(mcpgo.ExtractParamHeaderBindings(&tool.Tool)) > 0
 	return &heldWaits{mcp: srv, versions: mcpserver.FilterSupportedVersions(streamable), context: callContext, off: off,
-		jobs: make(chan func()), workers: make(chan struct{}, maxWorkers)}
+		log: slog.New(slog.DiscardHandler), kick: make(chan struct{}, maxWorkers),
+		conns: map[net.Conn]struct{}{}, watch: newConnWatch()}
 }
 
 // waitTool is the tool served here.
@@ -75,10 +97,20 @@ func (hw *heldWaits) serve(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxHeldBody+1))
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		var body []byte
+		if b, ok := r.Body.(*readBytes); ok { // read by gate.readBody: no copy
+			body = b.b
+		} else {
+			var err error
+			body, err = io.ReadAll(io.LimitReader(r.Body, maxHeldBody+1))
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if err != nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
 		// Other calls go on at once (a name written with escapes too: mcp-go serves it as ever).
-		if err != nil || len(body) > maxHeldBody || !bytes.Contains(body, []byte(`"`+waitTool+`"`)) {
+		if len(body) > maxHeldBody || !bytes.Contains(body, []byte(`"`+waitTool+`"`)) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -143,37 +175,180 @@ func (hw *heldWaits) accepts(r *http.Request, body []byte) (modern, ok bool) {
 }
 
 // hold serves one wait if it is one mcp-go would accept (else next does):
-// it runs the call, blocks between runs, and writes the last run's answer
-// as mcp-go's handlePost would. The request is looked at, and the answer
-// encoded, on the workers, so that this goroutine stays shallow: it may
-// serve the connection's next wait.
+// it runs the call, waits between runs, and writes the last run's answer
+// as mcp-go's handlePost would. The runs are jobs for the workers, whose
+// stacks grow through mcp-go, the tool and the database.
+//
+// A wait left held by its first run is then, on an HTTP/1 connection,
+// taken over (heldConn): the handler returns, and with it the connection's
+// goroutine and its stack, grown through the middlewares. When no worker
+// is free for the first run (a burst of reconnecting agents), the
+// connection is taken over before it, so that the wait queues as a job,
+// not as a connection goroutine with its buffers.
 func (hw *heldWaits) hold(w http.ResponseWriter, r *http.Request, body []byte, next http.Handler) {
-	h := mcp.NewHold(r.Context())
-	defer h.Close()
-	ctx := mcp.WithHold(hw.context(mcpserver.WithSupportedProtocolVersions(r.Context(), hw.versions), r), h)
-	modern, ok := false, false
-	out := hw.run(func() mcpgo.JSONRPCMessage {
-		if modern, ok = hw.accepts(r, body); !ok {
-			return nil
-		}
-		return hw.mcp.HandleMessage(ctx, body)
-	}, h, &modern)
+	modern, ok := hw.accepts(r, body)
 	if !ok {
 		next.ServeHTTP(w, r)
 		return
 	}
+	// The wait's own context: it ends with the request's while the handler
+	// serves it, and with the connection once the wait is taken over (net/http
+	// cancels the request's context when the handler returns).
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	stop := context.AfterFunc(r.Context(), cancel)
+	h := mcp.NewHold(ctx)
+	c := &heldConn{hw: hw, h: h, ctx: ctx, cancel: cancel, body: body, modern: modern,
+		call: mcp.WithHold(hw.context(mcpserver.WithSupportedProtocolVersions(ctx, hw.versions), r), h)}
+	if !hw.workerFree() && hw.takeOver(w, r, c, stop) {
+		hw.submit(c.resume)
+		return
+	}
+	out := hw.run(c)
+	if h.Held() && hw.takeOver(w, r, c, stop) {
+		h.Notify(c.wake)
+		return
+	}
+	defer h.Close()
+	defer cancel()
+	defer stop()
 	for h.Held() {
-		h.Block(r.Context()) // the only frame this goroutine waits in
-		out = hw.run(func() mcpgo.JSONRPCMessage { return hw.mcp.HandleMessage(ctx, body) }, h, &modern)
+		h.Block(ctx)
+		out = hw.run(c)
 	}
 	switch {
 	case out.status == http.StatusAccepted:
 		w.WriteHeader(http.StatusAccepted)
-	case r.Context().Err() != nil: // the client went away: mcp-go writes nothing either
+	case ctx.Err() != nil: // the client went away: mcp-go writes nothing either
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(out.status)
 		w.Write(out.body) //nolint:errcheck // the client went away
+	}
+}
+
+// A heldConn is a wait whose connection was taken from net/http
+// (Hijack). While it waits nothing runs for it: it is the connection, the
+// wait's state in the relay and a watch on the connection (connWatch).
+// A wake-up, its timeout, the drain or the client's going calls its wake
+// (mcp.Hold.Notify), which queues a run of the call for the workers; the
+// last run's answer is written on the connection, which is then closed
+// (Connection: close), since net/http cannot be given it back. A client
+// opens a new connection for its next call, as after any closed
+// keep-alive connection.
+type heldConn struct {
+	hw     *heldWaits
+	h      *mcp.Hold
+	ctx    context.Context // the wait's; cancelled when the client goes
+	cancel context.CancelFunc
+	call   context.Context // the runs' context
+	body   []byte
+	modern bool // protocol 2026-07-28 or later
+
+	conn    net.Conn
+	header  http.Header // the middlewares' response headers (X-Request-Id)
+	done    func(status int)
+	unwatch func()
+}
+
+// takeOver detaches the request of r and takes its connection for c, if
+// it can be taken (HTTP/1, under withDetach). stop ends the watch of r's
+// context, which ends when the handler returns.
+func (hw *heldWaits) takeOver(w http.ResponseWriter, r *http.Request, c *heldConn, stop func() bool) bool {
+	if r.ProtoMajor != 1 || !canDetach(r.Context()) {
+		return false
+	}
+	// Counted before the connection leaves net/http's count: Serve's drain
+	// waits for net/http's connections, then for these.
+	hw.taken.Add(1)
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		hw.taken.Done()
+		return false
+	}
+	// Bytes the client sent after its request (a pipelined one) are dropped
+	// with the buffers: the answer closes the connection, so the client
+	// sends that request again on a new one.
+	stop()
+	c.conn, c.header, c.done = conn, w.Header(), detach(r.Context())
+	hw.mu.Lock()
+	hw.conns[conn] = struct{}{}
+	hw.mu.Unlock()
+	c.unwatch = hw.watch.watch(conn, c.cancel)
+	return true
+}
+
+// wake is the hold's Notify function: it must not block.
+func (c *heldConn) wake() { c.hw.submit(c.resume) }
+
+// resume runs the call, on a worker: it is left held again, or answered.
+func (c *heldConn) resume() {
+	defer func() {
+		if p := recover(); p != nil { // net/http would log it and close the connection
+			c.hw.log.Error("panic serving a held wait", "panic", fmt.Sprint(p))
+			c.finish(answer{status: http.StatusInternalServerError}, false)
+		}
+	}()
+	resp := c.hw.mcp.HandleMessage(c.call, c.body)
+	if c.h.Held() {
+		c.h.Notify(c.wake)
+		return
+	}
+	c.finish(encode(resp, c.modern), c.ctx.Err() == nil)
+}
+
+// finish writes the call's answer if write (the client is still there),
+// closes the connection and releases what the wait held. The answer is a
+// few hundred bytes: the socket's buffer takes it at once.
+func (c *heldConn) finish(out answer, write bool) {
+	hw := c.hw
+	c.unwatch()
+	if write {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", out.status, http.StatusText(out.status))
+		if out.status != http.StatusAccepted {
+			c.header.Set("Content-Type", "application/json")
+		}
+		c.header.Set("Content-Length", strconv.Itoa(len(out.body)))
+		c.header.Set("Connection", "close")
+		c.header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+		c.header.Write(&b) //nolint:errcheck // a bytes.Buffer
+		b.WriteString("\r\n")
+		b.Write(out.body)
+		c.conn.SetWriteDeadline(time.Now().Add(answerWriteTimeout)) //nolint:errcheck // then the write fails
+		c.conn.Write(b.Bytes())                                     //nolint:errcheck // the client went away
+	}
+	c.conn.Close()
+	c.cancel()
+	c.h.Close()
+	hw.mu.Lock()
+	delete(hw.conns, c.conn)
+	hw.mu.Unlock()
+	c.done(out.status)
+	hw.taken.Done()
+}
+
+// answerWriteTimeout bounds the write of a taken-over wait's answer.
+const answerWriteTimeout = 10 * time.Second
+
+// drain waits until the taken-over waits are answered (Serve closes the
+// relay's draining channel first, which ends them), or closes their
+// connections when ctx ends first.
+func (hw *heldWaits) drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		hw.taken.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		hw.mu.Lock()
+		for conn := range hw.conns {
+			conn.Close()
+		}
+		hw.mu.Unlock()
+		return ctx.Err()
 	}
 }
 
@@ -183,42 +358,44 @@ type answer struct {
 	body   []byte
 }
 
-// run runs fn on one of the workers, whose stacks grow through mcp-go, the
-// tool and the database, so that the caller's stays small, and encodes
-// its response there unless the call is held (as of protocol 2026-07-28
-// if *modern, which fn may set). A panic is raised again on
-// the caller's goroutine, where net/http recovers it as it would mcp-go's.
-func (hw *heldWaits) run(fn func() mcpgo.JSONRPCMessage, h *mcp.Hold, modern *bool) answer {
+// encode is resp as mcp-go's handlePost writes it; nil (no response) is 202.
+func encode(resp mcpgo.JSONRPCMessage, modern bool) answer {
+	if resp == nil {
+		return answer{status: http.StatusAccepted}
+	}
+	// Protocol 2026-07-28 maps JSON-RPC errors onto HTTP statuses.
+	status := http.StatusOK
+	if e, ok := resp.(mcpgo.JSONRPCError); ok && modern {
+		status = statusForJSONRPCError(e.Error.Code)
+	}
+	var b bytes.Buffer
+	json.NewEncoder(&b).Encode(resp) //nolint:errcheck // mcp-go's own types
+	return answer{status: status, body: b.Bytes()}
+}
+
+// run runs c's call once on a worker and waits for it, so that the
+// caller's stack stays small, and encodes its response there unless the
+// call is left held. A panic is raised again on the caller's goroutine,
+// where net/http recovers it as it would mcp-go's.
+func (hw *heldWaits) run(c *heldConn) answer {
 	type ran struct {
 		answer
 		panic any
 	}
 	done := make(chan ran, 1)
-	job := func() {
+	hw.submit(func() {
 		defer func() {
 			if p := recover(); p != nil {
 				done <- ran{panic: p}
 			}
 		}()
-		resp := fn()
-		if resp == nil || h.Held() {
+		resp := hw.mcp.HandleMessage(c.call, c.body)
+		if c.h.Held() {
 			done <- ran{answer: answer{status: http.StatusAccepted}}
 			return
 		}
-		// As handlePost: protocol 2026-07-28 maps JSON-RPC errors onto HTTP statuses.
-		status := http.StatusOK
-		if e, ok := resp.(mcpgo.JSONRPCError); ok && *modern {
-			status = statusForJSONRPCError(e.Error.Code)
-		}
-		var b bytes.Buffer
-		json.NewEncoder(&b).Encode(resp) //nolint:errcheck // mcp-go's own types
-		done <- ran{answer: answer{status: status, body: b.Bytes()}}
-	}
-	select {
-	case hw.jobs <- job: // an idle worker takes it
-	case hw.workers <- struct{}{}: // or one more worker starts
-		go hw.work(job)
-	}
+		done <- ran{answer: encode(resp, c.modern)}
+	})
 	out := <-done
 	if out.panic != nil {
 		panic(out.panic)
@@ -226,26 +403,70 @@ func (hw *heldWaits) run(fn func() mcpgo.JSONRPCMessage, h *mcp.Hold, modern *bo
 	return out.answer
 }
 
+// workerFree reports whether a job submitted now would start at once.
+func (hw *heldWaits) workerFree() bool {
+	hw.qmu.Lock()
+	defer hw.qmu.Unlock()
+	return len(hw.queue) < hw.idle || hw.running < maxWorkers
+}
+
+// submit queues job for the workers, starting one if none is idle and
+// fewer than maxWorkers run. It never blocks: wake-ups call it.
+func (hw *heldWaits) submit(job func()) {
+	hw.qmu.Lock()
+	hw.queue = append(hw.queue, job)
+	start := len(hw.queue) > hw.idle && hw.running < maxWorkers
+	if start {
+		hw.running++
+	}
+	hw.qmu.Unlock()
+	if start {
+		go hw.work()
+		return
+	}
+	select {
+	case hw.kick <- struct{}{}:
+	default: // enough kicks are on their way
+	}
+}
+
 // workerIdle is how long a worker waits for another job before it ends.
 const workerIdle = time.Second
 
-// work runs job and then the jobs it is given, until none comes for workerIdle.
-// Workers outlive their jobs so that their grown stacks serve the next
-// ones: a goroutine per run would allocate and free a deep stack each
-// time, and the holes those leave between the held waits' small stacks
-// are memory the process keeps.
-func (hw *heldWaits) work(job func()) {
+// work runs queued jobs until none comes for workerIdle. Workers outlive
+// their jobs so that their grown stacks serve the next ones: a goroutine
+// per run would allocate and free a deep stack each time, and the holes
+// those leave are memory the process keeps.
+func (hw *heldWaits) work() {
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
 	for {
-		job()
+		hw.qmu.Lock()
+		if len(hw.queue) > 0 {
+			job := hw.queue[0]
+			hw.queue[0] = nil
+			hw.queue = hw.queue[1:]
+			hw.qmu.Unlock()
+			job()
+			continue
+		}
+		hw.idle++
+		hw.qmu.Unlock()
 		idle.Reset(workerIdle)
+		timedOut := false
 		select {
-		case job = <-hw.jobs:
+		case <-hw.kick:
 		case <-idle.C:
-			<-hw.workers
+			timedOut = true
+		}
+		hw.qmu.Lock()
+		hw.idle--
+		if timedOut && len(hw.queue) == 0 {
+			hw.running--
+			hw.qmu.Unlock()
 			return
 		}
+		hw.qmu.Unlock()
 	}
 }
 

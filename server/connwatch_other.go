@@ -1,0 +1,5 @@
+//go:build !linux
+
+package server
+
+func newConnWatch() connWatch { return readWatch{} }
