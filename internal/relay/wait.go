@@ -20,7 +20,8 @@ import (
 //
 // While waiting, a call holds no database connection and no goroutine of its
 // own beyond the request's: it sleeps on the store's wake-up channel, and
-// each wake-up costs one query.
+// each wake-up costs one query. A call run with a Hold needs not even the
+// request's goroutine: the holder is told when to run it again (Hold.Notify).
 
 // Wait limits, in seconds.
 const (
