@@ -159,8 +159,12 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 		return false
 	case "userprefix", "userprefixend":
 		return "user:o0001/"
-	case "span": // SQLite's search window: the newest 10,000 questions
-		return int64(10000)
+	case "lo": // SQLite's search rows: group 1
+		return int64(1 << 40)
+	case "hi":
+		return int64(2<<40 - 1)
+	case "keys": // SQLite's search keys, a JSON array
+		return "[1,2,3]"
 	case "threadid":
 		return int64(1234)
 	case "query": // a search: one word, valid FTS5 and to_tsquery syntax
@@ -259,8 +263,12 @@ var (
 		 FROM (SELECT printf('o%04d', 1 + (i - 1) / 1000) AS org, 1 + (i - 1) % 1000 AS id, i % 10 AS t FROM g)`,
 		`INSERT INTO messages_search (org_id, message_id)
 		 SELECT org_id, id FROM messages WHERE answered_seq IS NOT NULL ORDER BY org_id, answered_seq`,
+		`INSERT INTO search_groups (org_id, user_id) SELECT DISTINCT org_id, from_user_id FROM messages WHERE answered_seq IS NOT NULL
+		 UNION SELECT DISTINCT org_id, to_user_id FROM messages WHERE answered_seq IS NOT NULL`,
 		`INSERT INTO messages_fts (rowid, body)
-		 SELECT s.id, m.question || ' ' || m.answer_text FROM messages_search s JOIN messages m ON m.org_id = s.org_id AND m.id = s.message_id`,
+		 SELECT g.id * 1099511627776 + 1099511627775 - s.id, m.question || ' ' || m.answer_text FROM messages_search s
+		 JOIN messages m ON m.org_id = s.org_id AND m.id = s.message_id
+		 JOIN search_groups g ON g.org_id = m.org_id AND g.user_id IN (m.from_user_id, m.to_user_id)`,
 		`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 500)
 		 INSERT INTO oauth_clients (id, name, redirect_uris, created_at)
 		 SELECT 'c' || i, 'Client ' || i, '["http://127.0.0.1/cb"]', '2026-03-01T09:00:00.000000Z' FROM g`,

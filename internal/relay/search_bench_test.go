@@ -275,14 +275,21 @@ func loadSearchMessages(b *testing.B, cfg db.Config, n int) {
 			b.Fatal(err)
 		}
 		// The search index as the answering trigger fills it: a stable key per
-		// answered question (in answer order, here the id order), then its words.
+		// answered question (in answer order, here the id order), then its words
+		// under each of its readers' groups: the organization's for a shared
+		// answer, the asker's and the answerer's for a private one.
 		key, err := tx.Prepare(`INSERT INTO messages_search (id, org_id, message_id) VALUES (?, 'acme', ?)`)
 		if err != nil {
 			b.Fatal(err)
 		}
-		fts, err := tx.Prepare(`INSERT INTO messages_fts (rowid, body) VALUES (?, ?)`)
-		if err != nil {
-			b.Fatal(err)
+		for i := range searchBenchUsers + 1 {
+			user := ""
+			if i > 0 {
+				user = "u" + strconv.Itoa(i-1)
+			}
+			if _, err := tx.Exec(`INSERT OR IGNORE INTO search_groups (org_id, user_id) VALUES ('acme', ?)`, user); err != nil {
+				b.Fatal(err)
+			}
 		}
 		const f = "2006-01-02T15:04:05.000000Z07:00" // as db stores times
 		err = searchMessages(n, vocab, func(m searchMsg) error {
@@ -294,14 +301,24 @@ func loadSearchMessages(b *testing.B, cfg db.Config, n int) {
 				m.answer, m.answered.Format(f), 2*m.id, m.id, shared); err != nil {
 				return err
 			}
-			if _, err := key.Exec(m.id, m.id); err != nil {
-				return err
-			}
-			_, err := fts.Exec(m.id, m.question+" "+m.answer)
+			_, err := key.Exec(m.id, m.id)
 			return err
 		})
 		if err != nil {
 			b.Fatalf("insert messages: %v", err)
+		}
+		// The words as the migration fills the index: in rowid order, each
+		// group's rows together. (Rows out of rowid order make FTS5 flush a
+		// segment at each one: a million one-row segments.)
+		if _, err := tx.Exec(`INSERT INTO messages_fts (rowid, body)
+			SELECT g.id * 1099511627776 + 1099511627775 - s.id, m.question || ' ' || m.answer_text
+			FROM messages_search s
+			JOIN messages m ON m.org_id = s.org_id AND m.id = s.message_id
+			JOIN search_groups g ON g.org_id = s.org_id
+			 AND g.user_id IN (CASE WHEN m.shared_at IS NULL THEN m.from_user_id ELSE '' END,
+			                   CASE WHEN m.shared_at IS NULL THEN m.to_user_id ELSE '' END)
+			ORDER BY 1`); err != nil {
+			b.Fatalf("index messages: %v", err)
 		}
 		if err := tx.Commit(); err != nil {
 			b.Fatal(err)
@@ -389,7 +406,7 @@ func BenchmarkSearchAnswers(b *testing.B) {
 				tokens := benchTeam(b, s, searchBenchUsers)
 				loadSearchMessages(b, cfg, n)
 				if n == sizes[len(sizes)-1] {
-					logSearchPlans(b, cfg, vocab)
+					logSearchPlans(b, cfg, s, vocab)
 				}
 				z := &searchSize{name: map[int]string{1_000: "1k", 1_000_000: "1M"}[n], svc: New(s, Options{}),
 					cred: Credentials{Token: tokens[0]}}
@@ -458,11 +475,13 @@ func pct(ds []time.Duration, p int) float64 {
 	return float64(s[min(len(s)-1, len(s)*p/100)]) / float64(time.Millisecond)
 }
 
-// logSearchPlans logs the plans of SearchMessages, exactly as sqlc
-// generated it, for u0 and the most common word, a word of about one in
-// a hundred, and a rare one; on PostgreSQL EXPLAIN ANALYZE, on SQLite
-// EXPLAIN QUERY PLAN and the time the query took.
-func logSearchPlans(b *testing.B, cfg db.Config, vocab []string) {
+// logSearchPlans logs the plans of the search queries, exactly as sqlc
+// generated them, for u0 and the most common word, a word of about one in
+// a hundred, and a rare one. PostgreSQL: EXPLAIN ANALYZE of SearchMessages.
+// SQLite: EXPLAIN QUERY PLAN of a group's matches (SearchGroupKeys) and of
+// reading the page (SearchFetch), and the time the store's whole search
+// took.
+func logSearchPlans(b *testing.B, cfg db.Config, s db.Store, vocab []string) {
 	b.Helper()
 	words := map[string]string{"common": vocab[0], "one in a hundred": vocab[len(searchHead)-1], "rare": vocab[len(vocab)-1]}
 	ctx := context.Background()
@@ -477,7 +496,8 @@ func logSearchPlans(b *testing.B, cfg db.Config, vocab []string) {
 			// The second run's plan: the first warms the cache.
 			for range 2 {
 				plan = nil
-				q, args := generatedSearchSQL(b, "pgdb", w)
+				q, args := generatedSQL(b, "pgdb", "searchMessages", map[string]any{"OrgID": "acme", "Query": w, "UserID": "u0",
+					"MaxRows": searchCandidates})
 				rows, _ := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+q, args...)
 				for rows.Next() {
 					var line string
@@ -498,45 +518,49 @@ func logSearchPlans(b *testing.B, cfg db.Config, vocab []string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		q, args := generatedSearchSQL(b, "sqlitedb", `"`+w+`"`)
-		rows, err := conn.Query("EXPLAIN QUERY PLAN "+q, args...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+		var plans []string
+		for _, name := range []string{"searchGroupKeys", "searchFetch"} {
+			q, args := generatedSQL(b, "sqlitedb", name, map[string]any{"OrgID": "acme", "UserID": "u0", "Query": `"` + w + `"`,
+				"Lo": int64(1 << 40), "Hi": int64(2<<40 - 1), "MaxRows": searchCandidates, "Keys": "[1,2]"})
+			rows, err := conn.Query("EXPLAIN QUERY PLAN "+q, args...)
+			if err != nil {
 				b.Fatal(err)
 			}
-			plan = append(plan, detail)
+			plans = append(plans, name+":")
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+					b.Fatal(err)
+				}
+				plans = append(plans, "  "+detail)
+			}
+			rows.Close()
 		}
-		rows.Close()
+		conn.Close()
 		var took time.Duration
 		var got int
 		for range 2 {
 			start := time.Now()
-			rows, err := conn.Query(q, args...)
+			err := s.View(ctx, func(q db.Queries) error {
+				found, err := q.SearchMessages(ctx, "acme", "u0", db.Search{Terms: []string{w}}, searchCandidates)
+				got = len(found)
+				return err
+			})
 			if err != nil {
 				b.Fatal(err)
 			}
-			for got = 0; rows.Next(); got++ {
-			}
-			rows.Close()
 			took = time.Since(start)
 		}
-		conn.Close()
-		b.Logf("SQLite plan of SearchMessages for %s word %q (%d rows in %s):\n    %s", kind, w, got, took, strings.Join(plan, "\n    "))
+		b.Logf("SQLite plans of the search for %s word %q (%d rows in %s):\n    %s", kind, w, got, took, strings.Join(plans, "\n    "))
 	}
 }
 
-// generatedSearchSQL is the SearchMessages query of a generated package
-// (pgdb or sqlitedb), read from its source, and its arguments in the order
-// the generated code passes them: org, the backend's query text, u0, and
-// SQLite's first search window and the number of candidates the rules ask
-// for.
-func generatedSearchSQL(b *testing.B, pkg, query string) (string, []any) {
+// generatedSQL is the query of a generated package (pgdb or sqlitedb)
+// held in the Go constant name, read from its source, and its arguments in
+// the order the generated code passes them, taken by field name from
+// values.
+func generatedSQL(b *testing.B, pkg, name string, values map[string]any) (string, []any) {
 	b.Helper()
 	file, err := parser.ParseFile(token.NewFileSet(), "../../db/internal/"+pkg+"/search.sql.go", nil, 0)
 	if err != nil {
@@ -544,16 +568,10 @@ func generatedSearchSQL(b *testing.B, pkg, query string) (string, []any) {
 	}
 	var q string
 	var args []any
-	// The plan of the first, narrowest window (db.Search.span: a key per
-	// question on SQLite, two sequence numbers on PostgreSQL).
-	values := map[string]any{"OrgID": "acme", "Query": query, "UserID": "u0", "MaxRows": searchCandidates}
-	if pkg == "sqlitedb" {
-		values["Span"] = int64(10_000) // the first window db tries
-	}
 	ast.Inspect(file, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.ValueSpec:
-			if n.Names[0].Name == "searchMessages" && len(n.Values) == 1 {
+			if n.Names[0].Name == name && len(n.Values) == 1 {
 				if lit, ok := n.Values[0].(*ast.BasicLit); ok {
 					q, _ = strconv.Unquote(lit.Value)
 				}
@@ -562,21 +580,25 @@ func generatedSearchSQL(b *testing.B, pkg, query string) (string, []any) {
 			if len(n.Args) < 2 {
 				return true
 			}
-			if id, ok := n.Args[1].(*ast.Ident); !ok || id.Name != "searchMessages" {
+			if id, ok := n.Args[1].(*ast.Ident); !ok || id.Name != name {
 				return true
 			}
 			for _, a := range n.Args[2:] {
 				sel, ok := a.(*ast.SelectorExpr)
 				if !ok {
-					b.Fatalf("%s: argument %T of SearchMessages", pkg, a)
+					b.Fatalf("%s: argument %T of %s", pkg, a, name)
 				}
-				args = append(args, values[sel.Sel.Name])
+				v, ok := values[sel.Sel.Name]
+				if !ok {
+					b.Fatalf("%s: no value for argument %s of %s", pkg, sel.Sel.Name, name)
+				}
+				args = append(args, v)
 			}
 		}
 		return true
 	})
-	if q == "" || len(args) != len(values) {
-		b.Fatalf("no SearchMessages query with its %d arguments in %s", len(values), pkg)
+	if q == "" || len(args) == 0 {
+		b.Fatalf("no %s query with its arguments in %s", name, pkg)
 	}
 	return q, args
 }

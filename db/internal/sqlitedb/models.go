@@ -154,6 +154,12 @@ type Organization struct {
 	LastEventSeq      int64
 }
 
+type SearchGroup struct {
+	ID     int64
+	OrgID  string
+	UserID string
+}
+
 type User struct {
 	OrgID          string
 	ID             string

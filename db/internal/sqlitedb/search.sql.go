@@ -9,58 +9,43 @@ import (
 	"context"
 )
 
-const searchMessages = `-- name: SearchMessages :many
+const searchFetch = `-- name: SearchFetch :many
 SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, messages.draft_share, uf.name AS from_name, ut.name AS to_name
-FROM messages_fts
-CROSS JOIN messages_search s ON s.id = messages_fts.rowid
+FROM messages_search s
 CROSS JOIN messages ON messages.org_id = s.org_id AND messages.id = s.message_id
 CROSS JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
 CROSS JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
-WHERE messages_fts.body MATCH ?1 AND s.org_id = ?2
-  AND messages_fts.rowid > (SELECT MAX(k.id) FROM messages_search k) - ?3
-  AND (messages.shared_at IS NOT NULL OR messages.from_user_id = ?4 OR messages.to_user_id = ?4)
-ORDER BY messages_fts.rowid DESC
-LIMIT ?5
+WHERE s.id IN (SELECT CAST(j.value AS INTEGER) FROM json_each(CAST(?1 AS TEXT)) j) AND s.org_id = ?2
+  AND (messages.shared_at IS NOT NULL OR messages.from_user_id = ?3 OR messages.to_user_id = ?3)
+ORDER BY s.id DESC
 `
 
-type SearchMessagesParams struct {
-	Query   string
-	OrgID   string
-	Span    int64
-	UserID  string
-	MaxRows int64
+type SearchFetchParams struct {
+	Keys   string
+	OrgID  string
+	UserID string
 }
 
-type SearchMessagesRow struct {
+type SearchFetchRow struct {
 	Message  Message
 	FromName string
 	ToName   string
 }
 
-// span bounds the search to the newest answered questions (of every
-// organization: keys are global): the rules widen it when the newest hold
-// too few matches, so a common word costs a window, not the whole history.
-// CROSS JOIN fixes the join order: the index's matches, newest first, drive
-// it (SQLite's planner, without statistics, would read every message).
-// Answered questions of an organization matching an FTS5 query, visible to
-// user_id (shared with the organization, or asked by or of them; "" for
-// shared ones only), newest answer first. The visibility filter runs before
-// the limit, so nothing the user may not see affects what they get.
-func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) ([]SearchMessagesRow, error) {
-	rows, err := q.db.QueryContext(ctx, searchMessages,
-		arg.Query,
-		arg.OrgID,
-		arg.Span,
-		arg.UserID,
-		arg.MaxRows,
-	)
+// The answered questions of search keys (a JSON array), newest answer
+// first, visible to user_id (shared with the organization, or asked by or
+// of them; "" for shared ones only): the keys come from the user's groups,
+// so the filter removes nothing, and it stays so that nothing else could
+// show. CROSS JOIN fixes the join order: the keys drive it.
+func (q *Queries) SearchFetch(ctx context.Context, arg SearchFetchParams) ([]SearchFetchRow, error) {
+	rows, err := q.db.QueryContext(ctx, searchFetch, arg.Keys, arg.OrgID, arg.UserID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []SearchMessagesRow
+	var items []SearchFetchRow
 	for rows.Next() {
-		var i SearchMessagesRow
+		var i SearchFetchRow
 		if err := rows.Scan(
 			&i.Message.OrgID,
 			&i.Message.ID,
@@ -80,6 +65,95 @@ func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) 
 			&i.FromName,
 			&i.ToName,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const searchGroupKeys = `-- name: SearchGroupKeys :many
+SELECT CAST(messages_fts.rowid AS INTEGER) AS rowid
+FROM messages_fts
+WHERE messages_fts.body MATCH ?1 AND messages_fts.rowid >= CAST(?2 AS INTEGER) AND messages_fts.rowid <= CAST(?3 AS INTEGER)
+ORDER BY messages_fts.rowid
+LIMIT ?4
+`
+
+type SearchGroupKeysParams struct {
+	Query   string
+	Lo      int64
+	Hi      int64
+	MaxRows int64
+}
+
+// The rowids (group * 2^40 + 2^40 - 1 - key) of one group's answers
+// matching an FTS5 query, in the range lo..hi, newest first (lowest rowid
+// first). Only the index is read: every answer of the group is one the
+// group's reader may see, of its organization.
+func (q *Queries) SearchGroupKeys(ctx context.Context, arg SearchGroupKeysParams) ([]int64, error) {
+	rows, err := q.db.QueryContext(ctx, searchGroupKeys,
+		arg.Query,
+		arg.Lo,
+		arg.Hi,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var rowid int64
+		if err := rows.Scan(&rowid); err != nil {
+			return nil, err
+		}
+		items = append(items, rowid)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const searchGroups = `-- name: SearchGroups :many
+SELECT g.id, g.user_id
+FROM search_groups g
+WHERE g.org_id = ?1 AND g.user_id IN ('', ?2)
+`
+
+type SearchGroupsParams struct {
+	OrgID  string
+	UserID string
+}
+
+type SearchGroupsRow struct {
+	ID     int64
+	UserID string
+}
+
+// The search groups a user reads (see migration 00011): the organization's
+// shared answers (an empty user_id) and the user's own ("" for shared ones
+// only); a group exists once an answer is in it.
+func (q *Queries) SearchGroups(ctx context.Context, arg SearchGroupsParams) ([]SearchGroupsRow, error) {
+	rows, err := q.db.QueryContext(ctx, searchGroups, arg.OrgID, arg.UserID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SearchGroupsRow
+	for rows.Next() {
+		var i SearchGroupsRow
+		if err := rows.Scan(&i.ID, &i.UserID); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

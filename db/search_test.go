@@ -1,0 +1,139 @@
+package db_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ctalk/ctalk/db"
+)
+
+// TestSearchIndexByReader: the search index keeps each answer in the
+// lists of those who may read it (migration 00011). A search finds shared
+// answers and the user's own, never another person's private answer or
+// another organization's; the migration rebuilds the index from what is
+// stored (down, then up); and a deleted conversation or organization
+// leaves nothing behind that a search would find.
+func TestSearchIndexByReader(t *testing.T) {
+	t.Parallel()
+	forEachConfig(t, func(t *testing.T, cfg db.Config) {
+		s := openStore(t, cfg)
+		seedOrg(t, s, "a", "amy", "bob", "cal")
+		seedOrg(t, s, "b", "amy", "bob")
+		answered := func(org, from, to, question, text string, shared bool) db.Message {
+			t.Helper()
+			m := ask(t, s, org, from, to, question, t0)
+			mustTx(t, s, func(q db.Queries) error {
+				seq, err := q.AllocateEvent(t.Context(), org)
+				if err != nil {
+					return err
+				}
+				var at *time.Time
+				if shared {
+					at = ptr(t0)
+				}
+				return q.AnswerMessage(t.Context(), org, m.ID, text, t0, seq, at)
+			})
+			return m
+		}
+		shared := answered("a", "amy", "bob", "What is the retry logic?", "Retries with backoff.", true)
+		mine := answered("a", "amy", "bob", "Why was my retry budget cut?", "The budget was halved.", false)
+		others := answered("a", "cal", "bob", "Is the deploy budget final?", "Yes, the budget is final.", false)
+		otherOrg := answered("b", "amy", "bob", "What is the retry logic?", "Other organization: retries.", true)
+		search := func(org, user string, terms ...string) []int64 {
+			t.Helper()
+			var ids []int64
+			view(t, s, func(q db.Queries) error {
+				found, err := q.SearchMessages(t.Context(), org, user, db.Search{Terms: terms}, 10)
+				for _, m := range found {
+					ids = append(ids, m.ID)
+				}
+				return err
+			})
+			return ids
+		}
+		check := func(when string) {
+			t.Helper()
+			for _, c := range []struct {
+				org, user string
+				terms     []string
+				want      []int64
+			}{
+				{"a", "cal", []string{"retries"}, []int64{shared.ID}},          // the shared one, another form of the word
+				{"a", "amy", []string{"retry"}, []int64{mine.ID, shared.ID}},   // her own too, newest first
+				{"a", "bob", []string{"budget"}, []int64{others.ID, mine.ID}},  // bob answered both
+				{"a", "amy", []string{"budget"}, []int64{mine.ID}},             // not cal's private one
+				{"a", "cal", []string{"budget"}, []int64{others.ID}},           // not amy's private one
+				{"a", "", []string{"budget"}, nil},                             // shared answers only
+				{"a", "cal", []string{"retry", "budget"}, nil},                 // all words, in one answer she may see
+				{"b", "amy", []string{"retry", "logic"}, []int64{otherOrg.ID}}, // b's, not a's
+				{"b", "bob", []string{"budget"}, nil},                          // a's amy and bob are not b's
+			} {
+				if got := search(c.org, c.user, c.terms...); !cmp.Equal(got, c.want) {
+					t.Errorf("%s: SearchMessages(%s, %q, %q) = %v, want %v", when, c.org, c.user, c.terms, got, c.want)
+				}
+			}
+		}
+		check("after answering")
+
+		// Three words or more: common words (more than a rare word's share of a
+		// group) and a rare one, in both ways of matching them (see searchGroup).
+		var many []int64
+		for i := range 70 {
+			text := "Common words of alpha, again."
+			if i == 20 {
+				text = "Common words of alpha, and a zebra."
+			}
+			many = append(many, answered("a", "cal", "bob", "Which alpha words?", text, true).ID)
+		}
+		slices.Reverse(many)
+		if got, want := search("a", "amy", "alpha", "common", "words"), many[:10]; !cmp.Equal(got, want) {
+			t.Errorf("three common words = %v, want the newest ten %v", got, want)
+		}
+		if got, want := search("a", "amy", "alpha", "zebra", "common"), []int64{many[49]}; !cmp.Equal(got, want) {
+			t.Errorf("two common words and a rare one = %v, want %v", got, want)
+		}
+		if got := search("a", "amy", "alpha", "zebra", "budget"); len(got) != 0 {
+			t.Errorf("words no answer holds together = %v, want nothing", got)
+		}
+
+		m, err := db.OpenMigrator(t.Context(), cfg)
+		if err != nil {
+			t.Fatalf("OpenMigrator() = %v", err)
+		}
+		t.Cleanup(func() { m.Close() })
+		if _, err := m.Down(t.Context()); err != nil {
+			t.Fatalf("Down() = %v", err)
+		}
+		if n, err := m.Up(t.Context()); err != nil || n != 1 {
+			t.Fatalf("Up() = %d, %v; want 1, nil", n, err)
+		}
+		check("after the index was rebuilt")
+
+		mustTx(t, s, func(q db.Queries) error {
+			_, err := q.DeleteConversation(t.Context(), db.Conversation{OrgID: "a", ThreadID: mine.ThreadID})
+			return err
+		})
+		if got := search("a", "amy", "retry", "budget"); len(got) != 0 {
+			t.Errorf("after deleting the conversation, amy finds %v; want nothing", got)
+		}
+		if got := search("a", "bob", "budget"); !slices.Equal(got, []int64{others.ID}) {
+			t.Errorf("after deleting amy's conversation, bob finds %v; want only cal's", got)
+		}
+		mustTx(t, s, func(q db.Queries) error {
+			_, err := q.DeleteOrganization(t.Context(), "a")
+			return err
+		})
+		seedOrg(t, s, "a", "amy", "bob", "cal")
+		for _, user := range []string{"amy", "bob", "cal", ""} {
+			if got := search("a", user, "retry"); len(got) != 0 {
+				t.Errorf("a new organization a: %q finds %v; want nothing of the deleted one", user, got)
+			}
+		}
+		if got := search("b", "amy", "retry"); !slices.Equal(got, []int64{otherOrg.ID}) {
+			t.Errorf("after deleting a, b's amy finds %v; want b's answer", got)
+		}
+	})
+}
