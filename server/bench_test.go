@@ -128,9 +128,15 @@ func (d *capDB) fillMessages(tb testing.TB, total int) {
 		// The search index, as the answering trigger would have filled it.
 		d.exec(tb, `INSERT INTO messages_search (org_id, message_id)
 			SELECT org_id, id FROM messages WHERE org_id = 'acme' AND answered_seq IS NOT NULL ORDER BY answered_seq`)
+		// Every bulk answer is private: listed under its asker's and its answerer's groups (migration 00011).
+		d.exec(tb, `INSERT OR IGNORE INTO search_groups (org_id, user_id)
+			SELECT org_id, from_user_id FROM messages WHERE org_id = 'acme' AND answered_seq IS NOT NULL
+			UNION SELECT org_id, to_user_id FROM messages WHERE org_id = 'acme' AND answered_seq IS NOT NULL`)
 		d.exec(tb, `INSERT INTO messages_fts (rowid, body)
-			SELECT s.id, m.question || ' ' || m.answer_text FROM messages_search s
-			JOIN messages m ON m.org_id = s.org_id AND m.id = s.message_id WHERE s.org_id = 'acme'`)
+			SELECT g.id * 1099511627776 + 1099511627775 - s.id, m.question || ' ' || m.answer_text FROM messages_search s
+			JOIN messages m ON m.org_id = s.org_id AND m.id = s.message_id
+			JOIN search_groups g ON g.org_id = s.org_id AND g.user_id IN (m.from_user_id, m.to_user_id)
+			WHERE s.org_id = 'acme' ORDER BY 1`)
 	}
 	d.exec(tb, "UPDATE organizations SET last_message_id = "+strconv.Itoa(bulk)+", last_event_seq = "+strconv.Itoa(2*bulk)+" WHERE id = 'acme'")
 	if d.cfg.DatabaseURL != "" {
