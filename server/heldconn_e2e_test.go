@@ -232,61 +232,75 @@ func TestTakenOverWaitsKeepTheirPlaces(t *testing.T) {
 	})
 }
 
-// TestDrainAnswersTakenOverWaits: when the server is told to stop, every
-// taken-over wait is answered (the relay is restarting: call again) before
-// Serve returns, and Serve returns nil.
+// TestDrainAnswersTakenOverWaits: when the server is told to stop, Serve
+// returns only once every taken-over wait is answered: at once when the
+// relay's drain ends them (the relay is restarting: call again), or when
+// they end by themselves (here their 2 s timeout, with a relay that is not
+// told of the drain). Serve then returns nil, with no wait left open.
 func TestDrainAnswersTakenOverWaits(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachBackend(t, func(t *testing.T, store db.Store) {
-		draining := make(chan struct{})
-		cfg := heldConfig(store, draining, 64, nil)
 		tok := seedUsers(t, store, "acme", "umar", "john", "mia")
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, stop := context.WithCancel(t.Context())
-		served := make(chan error, 1)
-		go func() { served <- server.Serve(ctx, ln, server.Handler(cfg), 10*time.Second, draining) }()
-		base := "http://" + ln.Addr().String()
+		for _, tc := range []struct {
+			name    string
+			relay   bool // the relay is told of the drain
+			timeout int
+			want    string
+		}{
+			{"the relay's drain ends them", true, 50, "restarting"},
+			{"they end by themselves", false, 2, "Nothing new within 2s"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				var draining chan struct{}
+				if tc.relay {
+					draining = make(chan struct{})
+				}
+				cfg := heldConfig(store, draining, 64, nil)
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, stop := context.WithCancel(t.Context())
+				served := make(chan error, 1)
+				go func() { served <- server.Serve(ctx, ln, server.Handler(cfg), 10*time.Second, draining) }()
+				base := "http://" + ln.Addr().String()
 
-		const n = 3
-		var wg sync.WaitGroup
-		answers := make([]string, n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				a := rpcCall{proto: statelessProtocol, token: tok[[]string{"umar", "john", "mia"}[i]],
-					args: map[string]any{"cursor": "latest", "timeout_seconds": 50}}.post(t, base+"/mcp")
-				b, _ := json.Marshal(a.Body)
-				answers[i] = strconv.Itoa(a.Status) + " " + string(b)
-			}()
-		}
-		waitsOpen(t, base, n)
-		stop()
-		var err2 error
-		select {
-		case err2 = <-served:
-		case <-time.After(15 * time.Second):
-			t.Fatal("Serve did not return within its drain time")
-		}
-		// When Serve returns, every wait has been answered and released.
-		if open := cfg.Metrics; open != nil {
-			var b bytes.Buffer
-			server.MetricsHandler(cfg.Metrics).ServeHTTP(httptestRecorder(&b), httptest.NewRequest(http.MethodGet, "/metrics", nil))
-			if !strings.Contains(b.String(), "\nctalk_waits_open 0\n") {
-				t.Errorf("when Serve returned, ctalk_waits_open was not 0:\n%s", grepLines(b.String(), "ctalk_waits_open"))
-			}
-		}
-		if err2 != nil {
-			t.Errorf("Serve = %v, want nil (the waits were answered within the drain)", err2)
-		}
-		wg.Wait()
-		for i, a := range answers {
-			if !strings.HasPrefix(a, "200 ") || !strings.Contains(a, "restarting") || !strings.Contains(a, `"timed_out":true`) {
-				t.Errorf("wait %d at the drain = %s, want 200 with timed_out and the note that the relay is restarting", i, a)
-			}
+				const n = 3
+				var wg sync.WaitGroup
+				answers := make([]string, n)
+				for i := range n {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						a := rpcCall{proto: statelessProtocol, token: tok[[]string{"umar", "john", "mia"}[i]],
+							args: map[string]any{"cursor": "latest", "timeout_seconds": tc.timeout}}.post(t, base+"/mcp")
+						b, _ := json.Marshal(a.Body)
+						answers[i] = strconv.Itoa(a.Status) + " " + string(b)
+					}()
+				}
+				waitsOpen(t, base, n)
+				stop()
+				select {
+				case err = <-served:
+				case <-time.After(15 * time.Second):
+					t.Fatal("Serve did not return within its drain time")
+				}
+				// When Serve returns, every wait has been answered and released.
+				var b bytes.Buffer
+				server.MetricsHandler(cfg.Metrics).ServeHTTP(httptestRecorder(&b), httptest.NewRequest(http.MethodGet, "/metrics", nil))
+				if !strings.Contains(b.String(), "\nctalk_waits_open 0\n") {
+					t.Errorf("when Serve returned, ctalk_waits_open was not 0:\n%s", grepLines(b.String(), "ctalk_waits_open"))
+				}
+				if err != nil {
+					t.Errorf("Serve = %v, want nil (the waits were answered within the drain)", err)
+				}
+				wg.Wait()
+				for i, a := range answers {
+					if !strings.HasPrefix(a, "200 ") || !strings.Contains(a, tc.want) || !strings.Contains(a, `"timed_out":true`) {
+						t.Errorf("wait %d at the drain = %s, want 200, timed_out, %q", i, a, tc.want)
+					}
+				}
+			})
 		}
 	})
 }
