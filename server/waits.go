@@ -27,7 +27,7 @@ import (
 // the wait never sends, and a connection goroutine whose stack grew through
 // the middleware, mcp-go, the tool and SQLite on the way in and stays grown
 // while it blocks. heldWaits serves those calls itself: the connection's
-// goroutine only blocks, and each run of the call (mcp-go's HandleMessage:
+// goroutine at most blocks, and each run of the call (mcp-go's HandleMessage:
 // parsing, the tool's handler, the rules, the rendering, all as for any
 // other call) is a job for a few workers. Between runs the wait is left in
 // an mcp.Hold. The answer is the one mcp-go would write: the same
