@@ -3,6 +3,7 @@ package server
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -16,7 +17,8 @@ import (
 // descriptor number.
 type epollWatch struct {
 	once     sync.Once
-	epfd     int // -1: epoll could not be set up; fallback watches
+	epfd     int         // -1: epoll could not be set up; fallback watches
+	dead     atomic.Bool // epoll_wait failed: fallback watches from then on
 	fallback readWatch
 
 	mu    sync.Mutex
@@ -39,7 +41,7 @@ func (e *epollWatch) start() {
 func (e *epollWatch) watch(conn net.Conn, gone func()) func() {
 	e.once.Do(e.start)
 	sc, ok := conn.(syscall.Conn)
-	if e.epfd < 0 || !ok {
+	if e.epfd < 0 || e.dead.Load() || !ok {
 		return e.fallback.watch(conn, gone)
 	}
 	raw, err := sc.SyscallConn()
@@ -86,7 +88,10 @@ func (e *epollWatch) loop() {
 			if err == unix.EINTR {
 				continue
 			}
-			return // the set is gone: nothing more to watch
+			// Never seen; the connections already in the set are then seen
+			// going only by their waits' timeouts, and new ones are read.
+			e.dead.Store(true)
+			return
 		}
 		for _, ev := range events[:n] {
 			id := uint32(ev.Fd)
