@@ -22,8 +22,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ctalk/ctalk/db"
 	"github.com/ctalk/ctalk/db/dbtest"
@@ -321,4 +324,65 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestTakenOverWaitsThroughGoSDK: the official Go SDK client (stateless
+// protocol, one client all along) waits, is woken, times out and waits
+// again. Each wait that waited is answered on its own connection, which
+// then closes, and the client carries on over a new one: one new
+// connection per waited answer, no failed call. Both backends.
+func TestTakenOverWaitsThroughGoSDK(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachBackend(t, func(t *testing.T, store db.Store) {
+		srv := httptest.NewServer(server.Handler(heldConfig(store, nil, 64, nil)))
+		t.Cleanup(srv.Close)
+		tok := seedUsers(t, store, "acme", "umar", "john")
+		var dials atomic.Int64
+		dialer := &net.Dialer{}
+		transport := &sdk.StreamableClientTransport{
+			Endpoint: srv.URL + "/mcp",
+			HTTPClient: &http.Client{Timeout: time.Minute, Transport: headerTransport{&http.Transport{
+				DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					dials.Add(1)
+					return dialer.DialContext(ctx, network, addr)
+				},
+			}, http.Header{"Authorization": {"Bearer " + tok["john"]}}}},
+			MaxRetries: -1,
+		}
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "held-conn-sdk", Version: "1.0.0"}, nil).
+			Connect(t.Context(), transport, &sdk.ClientSessionOptions{ProtocolVersion: statelessProtocol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+
+		cursor := callOK[waitOut](t, cs, "wait_for_messages", args{"timeout_seconds": 0, "cursor": "latest"}).Cursor
+		before := dials.Load()
+		const rounds = 3
+		for i := range rounds {
+			got := make(chan waitOut, 1)
+			go func() {
+				got <- callOK[waitOut](t, cs, "wait_for_messages", args{"timeout_seconds": 30, "cursor": cursor})
+			}()
+			waitsOpen(t, srv.URL, 1) // held: taken over, not answered at once
+			q := fmt.Sprintf("Round %d: which queue?", i)
+			askVia(t, srv.URL+"/mcp", tok["umar"], "john", q)
+			out := <-got
+			if len(out.Events) != 1 || out.Events[0].Question != q {
+				t.Fatalf("round %d: woken wait = %+v, want umar's question %q", i, out, q)
+			}
+			cursor = out.Cursor
+		}
+		// A wait that times out is answered the same way.
+		if out := callOK[waitOut](t, cs, "wait_for_messages", args{"timeout_seconds": 1, "cursor": cursor}); !out.TimedOut || len(out.Events) != 0 {
+			t.Errorf("a wait of 1 s with nothing new = %+v, want timed out", out)
+		}
+		// The same client still makes any call.
+		if who := callOK[map[string]any](t, cs, "whoami", args{}); who["user_id"] != "john" {
+			t.Errorf("whoami after the waits = %v, want john", who)
+		}
+		if n := dials.Load() - before; n < rounds+1 {
+			t.Errorf("%d new connections for %d waited answers, want one each: the connection of a waited answer is closed", n, rounds+1)
+		}
+	})
 }
