@@ -19,9 +19,11 @@ import (
 // handled, and a call that is cut off mid-wait loses nothing.
 //
 // While waiting, a call holds no database connection and no goroutine of its
-// own beyond the request's: it sleeps on the store's wake-up channel, and
-// each wake-up costs one query. A call run with a Hold needs not even the
-// request's goroutine: the holder is told when to run it again (Hold.Notify).
+// own beyond the request's: it sleeps until a callback (a wake-up from the
+// store, its timeout, the drain, the end of its context) says to look
+// again, and each wake-up costs one query. A call run with a Hold needs not
+// even the request's goroutine: the holder is told when to run it again
+// (Hold.Notify).
 
 // Wait limits, in seconds.
 const (
@@ -183,15 +185,14 @@ func (s *Service) Wait(ctx context.Context, cred Credentials, cursor string, tim
 	}
 	if h != nil {
 		h.open = w
-		w.arm(h.ctx)
+		w.arm(h.ctx) // the subscription outlives this call
 	} else {
-		w.wake, w.unsubscribe = s.store.Subscribe(ctx, w.c.user.OrgID, w.c.user.ID)
-		w.timer = time.NewTimer(timeout)
+		w.arm(ctx)
 	}
 	return w.run(ctx, h)
 }
 
-// Events of a held wait (openWait.pending), set by the callbacks arm registers.
+// Events of an open wait (openWait.pending), set by the callbacks arm registers.
 const (
 	evWoken uint8 = 1 << iota
 	evDrained
@@ -199,11 +200,11 @@ const (
 	evCancelled
 )
 
-// arm subscribes a held wait and registers what ends its block as
+// arm subscribes an open wait and registers what ends its block as
 // callbacks, not channels: a held wait has no goroutine of its own to
-// receive on them. Each sets its event and tells the holder (Hold.Notify,
-// Hold.Block). The subscription and the watch of ctx (the request's) outlive
-// the call of Wait that arms them.
+// receive on them. Each sets its event and tells whoever waits for it
+// (await, or the holder's Hold.Notify). The subscription and the watch of
+// ctx (the request's, for a held wait) last until the wait closes.
 func (w *openWait) arm(ctx context.Context) {
 	w.ready = make(chan struct{}, 1)
 	w.unsubscribe = w.s.store.SubscribeFunc(ctx, w.c.user.OrgID, w.c.user.ID, func() { w.event(evWoken) })
@@ -214,8 +215,8 @@ func (w *openWait) arm(ctx context.Context) {
 	}
 }
 
-// event records ev for a held wait and tells its holder: the function
-// Notify left, if any, and Block. It never blocks (a wake-up calls it with
+// event records ev and tells whoever waits for it: the function Notify
+// left, if any, and await. It never blocks (a wake-up calls it with
 // the store's subscription lock held).
 func (w *openWait) event(ev uint8) {
 	w.mu.Lock()
@@ -235,8 +236,8 @@ func (w *openWait) event(ev uint8) {
 	}
 }
 
-// takeEnd sets what ended a held wait's block from its events, before it
-// runs again, and takes the wake-up it looks for.
+// takeEnd sets what ended the wait's block from its events, before it
+// looks again, and takes the wake-up it looks for.
 func (w *openWait) takeEnd(ctx context.Context) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -266,16 +267,15 @@ type openWait struct {
 	timeout time.Duration
 
 	leave, unsubscribe func()
-	wake               <-chan struct{}
 	timer              *time.Timer
 	woke               time.Time // when the last wake-up came, to measure the response to it
 	res                WaitResult
 	ended              waitEnd // what ended the last block
 	closed             bool
 
-	// A held wait's events (see arm), set by callbacks on other goroutines.
+	// The wait's events (see arm), set by callbacks on other goroutines.
 	stopCtx, stopDrain func() bool
-	ready              chan struct{} // signalled at each event, for Hold.Block
+	ready              chan struct{} // signalled at each event, for await
 	mu                 sync.Mutex
 	pending            uint8     // ev* not yet taken
 	wokeAt             time.Time // when the first wake-up not yet taken came
@@ -338,21 +338,8 @@ func (w *openWait) run(ctx context.Context, h *Hold) (WaitResult, error) {
 			h.held = w
 			return WaitResult{}, ErrHeld
 		}
-		w.block(ctx)
-	}
-}
-
-// block waits for what ends the wait's block and records it.
-func (w *openWait) block(ctx context.Context) {
-	select {
-	case <-w.wake:
-		w.woke, w.ended = time.Now(), endWoken
-	case <-w.s.draining:
-		w.ended = endDrained
-	case <-w.timer.C:
-		w.ended = endTimedOut
-	case <-ctx.Done():
-		w.ended = endCancelled
+		w.await(ctx)
+		w.takeEnd(ctx)
 	}
 }
 
@@ -404,10 +391,13 @@ func (h *Hold) Held() bool { return h.held != nil }
 // block: a wake-up, the timeout, the drain, or the end of ctx (or of the
 // context the hold was made with).
 func (h *Hold) Block(ctx context.Context) {
-	w := h.held
-	if w == nil {
-		return
+	if h.held != nil {
+		h.held.await(ctx)
 	}
+}
+
+// await blocks until the wait has an event, or ctx ends.
+func (w *openWait) await(ctx context.Context) {
 	for {
 		w.mu.Lock()
 		pending := w.pending
