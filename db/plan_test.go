@@ -167,8 +167,16 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 		return "[1,2,3]"
 	case "threadid":
 		return int64(1234)
-	case "query": // a search: one word, valid FTS5 and to_tsquery syntax
+	case "belowseq": // PostgreSQL's search: from the newest answer
+		return int64(1<<63 - 1)
+	case "maxwalk":
+		return int32(1024)
+	case "query": // a search: one word, valid FTS5 syntax
 		return "retry"
+	case "terms": // PostgreSQL's search words
+		return "retry"
+	case "matchany":
+		return false
 	case "askedseq", "answeredseq", "failures":
 		return int64(0)
 	case "maxrows":

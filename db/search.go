@@ -3,6 +3,7 @@ package db
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,30 @@ type Search struct {
 	Terms []string
 	// Any matches a question that has any of the terms; otherwise it must have all.
 	Any bool
+	// sizes, when set (by tests: export_test.go), replace the sizes and
+	// costs a search decides its way by, so that small data goes every way.
+	sizes *searchSizes
+}
+
+// searchSizes are what a search decides how to read its lists by (see
+// searchGroup and pgQueries.SearchMessages).
+type searchSizes struct {
+	probe, pairMost              int // SQLite
+	walkFirst, walkMost, ginCost int // PostgreSQL
+}
+
+// defaultSearchSizes are the sizes measured at 1M (BENCHMARKS.md).
+var defaultSearchSizes = searchSizes{
+	probe: searchProbe, pairMost: searchPairMost,
+	walkFirst: searchWalkFirst, walkMost: searchWalkMost, ginCost: searchGINCost,
+}
+
+// size is the sizes s decides by.
+func (s Search) size() searchSizes {
+	if s.sizes != nil {
+		return *s.sizes
+	}
+	return defaultSearchSizes
 }
 
 // fts5 renders s in FTS5 query syntax: each term quoted, joined by AND or OR.
@@ -55,9 +80,14 @@ func (a sqliteQueries) SearchMessages(ctx context.Context, orgID, userID string,
 	if err != nil || len(groups) == 0 {
 		return nil, sqliteError(err)
 	}
+	// The organization's shared answers first: the most of them, so the
+	// way its words are read there is the way for the user's own too.
+	slices.SortFunc(groups, func(a, b sqlitedb.SearchGroupsRow) int { return strings.Compare(a.UserID, b.UserID) })
 	var keys []int64
+	var order []string // the words, rarest first, once a group has shown it
 	for _, g := range groups {
-		rows, err := a.searchGroup(ctx, g.ID, s, limit)
+		var rows []int64
+		rows, order, err = a.searchGroup(ctx, g.ID, s, order, limit)
 		if err != nil {
 			return nil, sqliteError(err)
 		}
@@ -78,21 +108,40 @@ func (a sqliteQueries) SearchMessages(ctx context.Context, orgID, userID string,
 	}), sqliteError(err)
 }
 
-// searchRare is how many rows of a group a word may have to count as rare
-// (see searchGroup).
-const searchRare = 64
+// The two ways a SQLite search of three or more words reads a group (see
+// searchGroup).
+const (
+	// searchProbe is how many of each word's newest rows in a group a
+	// search reads first, to see which word is the rarest.
+	searchProbe = 64
+	// searchPairMost is the most rows the rarest word may be estimated to
+	// have in a group for the search to go by pairs of words.
+	searchPairMost = 1024
+)
 
 // searchGroup returns the keys of the newest limit answers of group that
-// match s, newest first.
+// match s, newest first, and for an AND of three or more words the order
+// it read them in (rarest first; nil for the whole AND at once), which a
+// search passes on as order to its next group.
 //
-// FTS5 merges an AND of three or more words slowly when one of them is rare
-// and the others common (measured at 1M: 3.5 ms for a group, against 0.5 ms
-// for the rare word with each common one), so such a search looks for a
-// word with fewer than searchRare rows in the group first: its rows are the
-// only candidates, and each other word is checked in one query beside it;
-// the answers found by every such pair are those holding all the words.
-func (a sqliteQueries) searchGroup(ctx context.Context, group int64, s Search, limit int) ([]int64, error) {
-	base := group * searchGroupSpan
+// FTS5 merges an AND of three or more words slowly when one of them is
+// rarer than the others: it reads the common words' lists through, where
+// the rare one alone would find the few candidates (measured at 1M, in the
+// organization's shared group: "production AND zovibako AND fakololo"
+// 2.4 ms, "zovibako AND fakololo" 0.22 ms; "dulovimu AND load AND service"
+// 1.9 ms, "dulovimu AND load" 0.44 ms). So such a search first reads each
+// word's searchProbe newest rows in the group: a word with fewer has no
+// more, and for the others the age of the last row read says how common
+// the word is. If the rarest word is rare enough, the search goes by
+// pairs: the rarest word with each other one, rarest first, each pair read
+// whole (at most the rarest word's rows), keeping the answers every pair
+// found, and stopping as soon as none is left (two rare names seldom
+// meet). Else the words are all common, and the whole AND runs, which
+// stops early when such words meet often. The next group (the user's own
+// answers, fewer than the organization's shared ones) goes the same way
+// without reading the words first.
+func (a sqliteQueries) searchGroup(ctx context.Context, group int64, s Search, order []string, limit int) ([]int64, []string, error) {
+	base, size := group*searchGroupSpan, s.size()
 	find := func(s Search, limit int) ([]int64, error) {
 		rows, err := a.q.SearchGroupKeys(ctx, sqlitedb.SearchGroupKeysParams{
 			Query: s.fts5(), Lo: base, Hi: base + searchGroupSpan - 1, MaxRows: int64(limit)})
@@ -102,37 +151,139 @@ func (a sqliteQueries) searchGroup(ctx context.Context, group int64, s Search, l
 		return rows, err
 	}
 	if s.Any || len(s.Terms) < 3 {
-		return find(s, limit)
+		rows, err := find(s, limit)
+		return rows, nil, err
 	}
-	for i, rare := range s.Terms {
-		found, err := find(Search{Terms: []string{rare}}, searchRare)
-		if err != nil || len(found) == searchRare {
-			if err != nil {
-				return nil, err
-			}
-			continue
+	var found []int64 // the rarest word's rows, when the probe read them all
+	if order == nil {
+		type probe struct {
+			term string
+			keys []int64 // the word's newest rows in the group, newest (highest key) first
 		}
-		for j, t := range s.Terms {
-			if j == i || len(found) == 0 {
-				continue
+		probes := make([]probe, 0, len(s.Terms))
+		newest := int64(0)
+		for _, t := range s.Terms {
+			keys, err := find(Search{Terms: []string{t}}, size.probe)
+			if err != nil || len(keys) == 0 {
+				return nil, nil, err
 			}
-			both, err := find(Search{Terms: []string{rare, t}}, searchRare)
-			if err != nil {
-				return nil, err
-			}
+			probes = append(probes, probe{t, keys})
+			newest = max(newest, keys[0])
+		}
+		// Rarest first: a word with fewer rows than read, then the word whose
+		// last row read is the oldest.
+		slices.SortStableFunc(probes, func(a, b probe) int {
+			return cmp.Or(cmp.Compare(len(a.keys), len(b.keys)), cmp.Compare(a.keys[len(a.keys)-1], b.keys[len(b.keys)-1]))
+		})
+		order = make([]string, len(probes))
+		for i, p := range probes {
+			order[i] = p.term
+		}
+		if rarest := probes[0].keys; len(rarest) < size.probe {
+			found = rarest
+		} else if int64(size.probe)*newest/(newest-rarest[size.probe-1]+1) > int64(size.pairMost) {
+			order = order[:0] // all common: the whole AND, here and in the next group
+		}
+	}
+	if len(order) == 0 {
+		rows, err := find(s, limit)
+		return rows, order, err
+	}
+	for i, t := range order[1:] {
+		both, err := find(Search{Terms: []string{order[0], t}}, searchGroupSpan)
+		if err != nil {
+			return nil, nil, err
+		}
+		if i == 0 && found == nil {
+			found = both
+		} else {
 			found = slices.DeleteFunc(found, func(k int64) bool { return !slices.Contains(both, k) })
 		}
-		return found[:min(len(found), limit)], nil
+		if len(found) == 0 {
+			return nil, order, nil
+		}
 	}
-	return find(s, limit)
+	return found[:min(len(found), limit)], order, nil
 }
 
+// How a search on PostgreSQL finds its page (see pgQueries.SearchMessages).
+const (
+	// searchWalkFirst is how many of the newest answers a user may see a
+	// search walks first.
+	searchWalkFirst = 1024
+	// searchWalkMost bounds one further walk.
+	searchWalkMost = 16384
+	// searchGINCost is what a match found through the GIN index costs, in
+	// answers walked. Measured at 1M on a 128 MB shared_buffers server: a
+	// walk costs 0.6-0.8 µs an answer (index, heap row, test), a GIN match
+	// 2 µs with its heap page in shared buffers and about 5 µs without.
+	searchGINCost = 4
+)
+
+// SearchMessages finds the newest limit answers the user may see that
+// match s, in one of two ways, each bounded by a different thing:
+//   - walking the newest answers the user may see and testing each (cost:
+//     the answers walked, about limit over the matches' density);
+//   - the GIN index, whose lists hold only the answers the user's reader
+//     groups may see (migration 00012): it finds every match of the words
+//     and sorts them (cost: the words' lists, and a heap read per match).
+//
+// The planner chose between such plans by its estimate of the words'
+// matches, which for two or three words that go together was off by
+// 3-14x. Here a first short walk measures the density instead: the
+// answers a further walk would need, and the matches older than the walk
+// (the density times the answers before it, estimated by how much of the
+// history the walk covered). The walk goes on while it is the cheaper, and
+// the GIN index finds the rest, older than what was walked. Either way the
+// result is the newest limit matches, as on SQLite.
 func (a pgQueries) SearchMessages(ctx context.Context, orgID, userID string, s Search, limit int) ([]ThreadMessage, error) {
-	// One query, no window: the planner walks the newest answers
-	// for a common word and uses the GIN index for a rare one; a window made
-	// it build the GIN bitmap of a common word in full (measured 3x slower).
-	rows, err := a.q.SearchMessages(ctx, pgdb.SearchMessagesParams{OrgID: orgID, UserID: userID, Query: s.tsquery(), MaxRows: int32(limit)})
-	return convertAll(rows, func(r pgdb.SearchMessagesRow) ThreadMessage {
+	var ids []int64
+	size := s.size()
+	below, newest, walked, walk := int64(math.MaxInt64), int64(0), 0, size.walkFirst
+	for {
+		rows, err := a.q.SearchWalk(ctx, pgdb.SearchWalkParams{Query: s.tsquery(), MaxWalk: int32(walk), OrgID: orgID, BelowSeq: below,
+			UserID: userID, MaxRows: int32(limit - len(ids))})
+		if err != nil || len(rows) == 0 {
+			return nil, pgError(err)
+		}
+		for _, r := range rows {
+			if r.MessageID != 0 && !slices.Contains(ids, r.MessageID) {
+				ids = append(ids, r.MessageID)
+			}
+		}
+		walked += int(rows[0].Walked)
+		below, newest = rows[0].Lo, max(newest, rows[0].Hi)
+		if rows[0].Walked < int64(walk) || len(ids) >= limit {
+			return a.searchFetch(ctx, orgID, userID, ids[:min(len(ids), limit)])
+		}
+		if len(ids) == 0 || newest <= below {
+			break
+		}
+		rest := (limit - len(ids)) * walked / len(ids)
+		older := int64(len(ids)) * below / (newest - below)
+		if int64(rest) > int64(size.ginCost)*older {
+			break
+		}
+		walk = min(rest+rest/2, size.walkMost)
+	}
+	rows, err := a.q.SearchMatches(ctx, pgdb.SearchMatchesParams{OrgID: orgID, Terms: strings.Join(s.Terms, " "), MatchAny: s.Any, BelowSeq: below, UserID: userID,
+		MaxRows: int32(limit - len(ids))})
+	if err != nil {
+		return nil, pgError(err)
+	}
+	for _, r := range rows {
+		ids = append(ids, r.MessageID)
+	}
+	return a.searchFetch(ctx, orgID, userID, ids)
+}
+
+// searchFetch reads the messages a search found, newest answer first.
+func (a pgQueries) searchFetch(ctx context.Context, orgID, userID string, ids []int64) ([]ThreadMessage, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := a.q.SearchFetch(ctx, pgdb.SearchFetchParams{OrgID: orgID, Ids: ids, UserID: userID})
+	return convertAll(rows, func(r pgdb.SearchFetchRow) ThreadMessage {
 		return ThreadMessage{Message(r.Message), r.FromName, r.ToName}
 	}), pgError(err)
 }

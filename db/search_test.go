@@ -1,7 +1,9 @@
 package db_test
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,6 +136,127 @@ func TestSearchIndexByReader(t *testing.T) {
 		}
 		if got := search("b", "amy", "retry"); !slices.Equal(got, []int64{otherOrg.ID}) {
 			t.Errorf("after deleting a, b's amy finds %v; want b's answer", got)
+		}
+	})
+}
+
+// TestSearchWaysAgree: every way a search may read its lists gives the
+// newest answers the user may see that hold the words (or any of them),
+// the same on both backends. With the sizes measured at 1M a search of a
+// few hundred answers walks them all on PostgreSQL and probes a single
+// row of each word on SQLite, so the test also runs with sizes that send
+// it every other way: on PostgreSQL a first walk of four answers, then
+// walks of at most eight or the GIN index for the rest; on SQLite the
+// pairs of words from a probe of two rows, or the whole AND.
+func TestSearchWaysAgree(t *testing.T) {
+	t.Parallel()
+	words := []struct {
+		word  string
+		every int // the word is in every every-th answer
+		at    []int
+	}{
+		{"alpha", 2, nil}, {"bravo", 3, nil}, {"charlie", 5, nil}, {"delta", 7, nil}, {"echo", 11, nil},
+		{"foxtrot", 0, []int{100, 140, 200}}, {"golf", 0, []int{140, 150}},
+	}
+	users := []string{"amy", "bob", "cal", "dan"}
+	type answer struct {
+		id       int64
+		from, to string
+		shared   bool
+		words    map[string]bool
+	}
+	const n = 240
+	forEachConfig(t, func(t *testing.T, cfg db.Config) {
+		s := openStore(t, cfg)
+		seedOrg(t, s, "a", users...)
+		seedOrg(t, s, "b", users...)
+		var answers []answer // org a's, in answer order
+		for i := 1; i <= n; i++ {
+			a := answer{from: users[i%4], to: users[(i/4+i+1)%4], shared: i%3 == 0, words: map[string]bool{}}
+			if a.to == a.from {
+				a.to = users[(i+1)%4]
+			}
+			var text []string
+			for _, w := range words {
+				if (w.every > 0 && i%w.every == 0) || slices.Contains(w.at, i) {
+					text, a.words[w.word] = append(text, w.word), true
+				}
+			}
+			for _, org := range []string{"a", "b"} {
+				m := ask(t, s, org, a.from, a.to, fmt.Sprintf("Question %d?", i), t0)
+				mustTx(t, s, func(q db.Queries) error {
+					seq, err := q.AllocateEvent(t.Context(), org)
+					if err != nil {
+						return err
+					}
+					var at *time.Time
+					if a.shared {
+						at = ptr(t0)
+					}
+					return q.AnswerMessage(t.Context(), org, m.ID, "Answer: "+strings.Join(text, " ")+".", t0, seq, at)
+				})
+				if org == "a" {
+					a.id = m.ID
+				}
+			}
+			answers = append(answers, a)
+		}
+		// want is what a search must find: the newest limit answers user may
+		// see holding every word (or any), found by reading them all.
+		want := func(user string, search db.Search, limit int) []int64 {
+			var ids []int64
+			for i := len(answers) - 1; i >= 0 && len(ids) < limit; i-- {
+				a := answers[i]
+				if !a.shared && a.from != user && a.to != user {
+					continue
+				}
+				held := 0
+				for _, w := range search.Terms {
+					if a.words[w] {
+						held++
+					}
+				}
+				if held == len(search.Terms) || (search.Any && held > 0) {
+					ids = append(ids, a.id)
+				}
+			}
+			return ids
+		}
+		searches := []db.Search{
+			{Terms: []string{"alpha"}}, {Terms: []string{"foxtrot"}}, {Terms: []string{"alpha", "bravo"}},
+			{Terms: []string{"alpha", "bravo", "charlie"}}, {Terms: []string{"charlie", "delta", "echo"}},
+			{Terms: []string{"alpha", "foxtrot", "bravo"}}, {Terms: []string{"bravo", "foxtrot", "golf"}},
+			{Terms: []string{"delta", "echo", "foxtrot"}}, {Terms: []string{"alpha", "charlie", "delta", "echo"}},
+			{Terms: []string{"golf", "echo", "alpha"}},
+			{Terms: []string{"foxtrot", "golf"}, Any: true}, {Terms: []string{"delta", "echo"}, Any: true},
+		}
+		ways := map[string]*db.SearchSizes{
+			"as at 1M":                nil,
+			"GIN after a short walk":  {Probe: 2, PairMost: 1 << 30, WalkFirst: 4, WalkMost: 8, GINCost: 0},
+			"short walks to the end":  {Probe: 2, PairMost: 0, WalkFirst: 4, WalkMost: 8, GINCost: 1 << 30},
+			"a second walk, then GIN": {Probe: 3, PairMost: 1 << 30, WalkFirst: 16, WalkMost: 4, GINCost: 4},
+		}
+		for way, sizes := range ways {
+			for _, search := range searches {
+				if sizes != nil {
+					search = search.WithSizes(*sizes)
+				}
+				for _, user := range []string{"amy", "cal", ""} {
+					for _, limit := range []int{5, 50} {
+						var got []int64
+						view(t, s, func(q db.Queries) error {
+							found, err := q.SearchMessages(t.Context(), "a", user, search, limit)
+							for _, m := range found {
+								got = append(got, m.ID)
+							}
+							return err
+						})
+						if w := want(user, search, limit); !slices.Equal(got, w) {
+							t.Errorf("%s: %q searching %q (any %v, limit %d) = %v, want %v", way, user, search.Terms, search.Any, limit, got, w)
+						}
+					}
+				}
+			}
 		}
 	})
 }
