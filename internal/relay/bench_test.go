@@ -59,6 +59,21 @@ func benchTeam(b *testing.B, s db.Store, n int) (tokens []string) {
 	return tokens
 }
 
+// benchToken gives a user of organization acme a new token.
+func benchToken(b *testing.B, s db.Store, userID string) string {
+	b.Helper()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	token, hash := newToken()
+	err := s.InTx(context.Background(), func(q db.Queries) error {
+		return q.CreateToken(context.Background(), db.Token{TokenHash: hash, OrgID: "acme", UserID: userID,
+			CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
+	})
+	if err != nil {
+		b.Fatalf("token: %v", err)
+	}
+	return token
+}
+
 // benchTeamCalls runs call in parallel on each backend, for a team of 16
 // with a token each; i counts the calls of one goroutine.
 func benchTeamCalls(b *testing.B, call func(ctx context.Context, s db.Store, svc *Service, tokens []string, i int) error) {

@@ -5,7 +5,10 @@ package relay
 // through Service.SearchAnswers over a real store. The bar is p99 at 1M ≤
 // 3× p99 at 1k. The 1k size always runs; the 1M size only when
 // CTALK_BENCH_SEARCH_1M is set (loading it takes minutes), and then the
-// query plans of SearchMessages at 1M are logged too. Run with:
+// query plans of the search's statements at 1M are logged too. With
+// CTALK_BENCH_SEARCH_KEEP=dir the 1M databases are kept and used again
+// (migrated on open), so that a change can be measured in seconds. Run
+// with:
 //
 //	CTALK_BENCH_SEARCH_1M=1 go test -run '^$' -bench SearchAnswers -benchtime 1000x -timeout 1h -v ./internal/relay
 
@@ -18,7 +21,9 @@ import (
 	"go/parser"
 	"go/token"
 	"math/rand/v2"
+	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +43,12 @@ const searchBench1MEnv = "CTALK_BENCH_SEARCH_1M"
 // (searchHeadOffset): 1 gives the most common word one token in nine and
 // puts it in nearly every answer.
 const searchBenchHeadEnv = "CTALK_BENCH_SEARCH_HEAD"
+
+// searchBenchKeepEnv names a directory where the 1M databases are kept
+// between runs: a SQLite file there, and a PostgreSQL schema named after
+// it. A run finds them loaded (and migrated by Open, as a deploy would)
+// and skips the load. Delete the file, or drop the schema, to load again.
+const searchBenchKeepEnv = "CTALK_BENCH_SEARCH_KEEP"
 
 // searchHeadOffset flattens the head of the text's Zipf distribution
 // (P(rank k) ∝ (k+offset)^-1.05): in real text the head is stop words
@@ -401,10 +412,19 @@ func BenchmarkSearchAnswers(b *testing.B) {
 		b.Run(backend, func(b *testing.B) {
 			var zs []*searchSize
 			for _, n := range sizes {
-				cfg := dbtest.NewConfig(b, backend)
+				cfg, kept := searchBenchConfig(b, backend, n)
 				s := dbtest.Open(b, cfg)
-				tokens := benchTeam(b, s, searchBenchUsers)
-				loadSearchMessages(b, cfg, n)
+				var tokens []string
+				if kept {
+					if cfg.DatabaseURL != "" { // after a migration, as autovacuum would
+						dbtest.PGExec(b, cfg.DatabaseURL, "VACUUM ANALYZE messages_search")
+					}
+					tokens = []string{benchToken(b, s, "u0")}
+					b.Logf("kept %d messages: %s", n, cfg.SQLitePath+cfg.DatabaseURL)
+				} else {
+					tokens = benchTeam(b, s, searchBenchUsers)
+					loadSearchMessages(b, cfg, n)
+				}
 				if n == sizes[len(sizes)-1] {
 					logSearchPlans(b, cfg, s, vocab)
 				}
@@ -435,7 +455,9 @@ func BenchmarkSearchAnswers(b *testing.B) {
 				b.ReportMetric(pct(z.common, 99), z.name+"-p99-common-ms")
 				b.ReportMetric(pct(z.rare, 99), z.name+"-p99-rare-ms")
 			}
-			logSlowest(b, zs[len(zs)-1])
+			for _, z := range zs {
+				logSlowest(b, z)
+			}
 			if len(zs) == 2 {
 				small, big := zs[0], zs[1]
 				b.ReportMetric(pct(big.all, 99)/pct(small.all, 99), "p99-ratio")
@@ -492,26 +514,29 @@ func logSearchPlans(b *testing.B, cfg db.Config, s db.Store, vocab []string) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var plan []string
-			// The second run's plan: the first warms the cache.
-			for range 2 {
-				plan = nil
-				q, args := generatedSQL(b, "pgdb", "searchMessages", map[string]any{"OrgID": "acme", "Query": w, "UserID": "u0",
-					"MaxRows": searchCandidates})
-				rows, _ := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+q, args...)
-				for rows.Next() {
-					var line string
-					if err := rows.Scan(&line); err != nil {
+			for _, name := range []string{"searchWalk", "searchMatches"} {
+				var plan []string
+				// The second run's plan: the first warms the cache.
+				for range 2 {
+					plan = nil
+					q, args := generatedSQL(b, "pgdb", name, map[string]any{"OrgID": "acme", "Query": w, "UserID": "u0",
+						"MaxRows": searchCandidates, "MaxWalk": 1024, "BelowSeq": int64(1<<63 - 1), "Terms": w, "MatchAny": false})
+					rows, _ := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+q, args...)
+					for rows.Next() {
+						var line string
+						if err := rows.Scan(&line); err != nil {
+							b.Fatal(err)
+						}
+						plan = append(plan, line)
+					}
+					if err := rows.Err(); err != nil {
 						b.Fatal(err)
 					}
-					plan = append(plan, line)
 				}
-				if err := rows.Err(); err != nil {
-					b.Fatal(err)
-				}
+				b.Logf("PostgreSQL plan of %s for %s word %q:\n%s", name, kind, w, strings.Join(plan, "\n"))
 			}
 			conn.Close(ctx)
-			b.Logf("PostgreSQL plan of SearchMessages for %s word %q:\n%s", kind, w, strings.Join(plan, "\n"))
+			b.Logf("PostgreSQL search for %s word %q: %s", kind, w, timeSearch(b, s, w))
 			continue
 		}
 		conn, err := sql.Open("sqlite3", "file:"+cfg.SQLitePath+"?_pragma=busy_timeout(10000)")
@@ -538,22 +563,29 @@ func logSearchPlans(b *testing.B, cfg db.Config, s db.Store, vocab []string) {
 			rows.Close()
 		}
 		conn.Close()
-		var took time.Duration
-		var got int
-		for range 2 {
-			start := time.Now()
-			err := s.View(ctx, func(q db.Queries) error {
-				found, err := q.SearchMessages(ctx, "acme", "u0", db.Search{Terms: []string{w}}, searchCandidates)
-				got = len(found)
-				return err
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			took = time.Since(start)
-		}
-		b.Logf("SQLite plans of the search for %s word %q (%d rows in %s):\n    %s", kind, w, got, took, strings.Join(plans, "\n    "))
+		b.Logf("SQLite plans of the search for %s word %q (%s):\n    %s", kind, w, timeSearch(b, s, w), strings.Join(plans, "\n    "))
 	}
+}
+
+// timeSearch runs a whole search of the store for word twice, as u0, and
+// says how many rows the second run found and how long it took.
+func timeSearch(b *testing.B, s db.Store, word string) string {
+	ctx := context.Background()
+	var took time.Duration
+	var got int
+	for range 2 {
+		start := time.Now()
+		err := s.View(ctx, func(q db.Queries) error {
+			found, err := q.SearchMessages(ctx, "acme", "u0", db.Search{Terms: []string{word}}, searchCandidates)
+			got = len(found)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		took = time.Since(start)
+	}
+	return fmt.Sprintf("%d rows in %s", got, took.Round(time.Microsecond))
 }
 
 // generatedSQL is the query of a generated package (pgdb or sqlitedb)
@@ -601,4 +633,45 @@ func generatedSQL(b *testing.B, pkg, name string, values map[string]any) (string
 		b.Fatalf("no %s query with its arguments in %s", name, pkg)
 	}
 	return q, args
+}
+
+// searchBenchConfig is the database of a bench size: a fresh one, or with
+// CTALK_BENCH_SEARCH_KEEP the kept 1M one, and whether that already holds
+// its messages (one whose load did not finish is loaded again).
+func searchBenchConfig(b *testing.B, backend string, n int) (db.Config, bool) {
+	dir := os.Getenv(searchBenchKeepEnv)
+	if dir == "" || n < 1_000_000 {
+		return dbtest.NewConfig(b, backend), false
+	}
+	name := fmt.Sprintf("search_%d_head%s", n, os.Getenv(searchBenchHeadEnv))
+	const loadedQuery = "SELECT last_message_id FROM organizations WHERE id = 'acme'"
+	var last int64
+	if backend == "sqlite" {
+		path := filepath.Join(dir, name+".sqlite3")
+		if conn, err := sql.Open("sqlite3", "file:"+path+"?mode=ro"); err == nil {
+			err = conn.QueryRow(loadedQuery).Scan(&last)
+			conn.Close()
+		}
+		if last != int64(n) {
+			for _, f := range []string{path, path + "-wal", path + "-shm"} {
+				os.Remove(f)
+			}
+		}
+		return db.Config{SQLitePath: path}, last == int64(n)
+	}
+	schema := pgx.Identifier{"ctalk_bench_" + name}.Sanitize()
+	base := dbtest.PostgresURL(b)
+	conn := dbtest.PGConn(b, base)
+	if conn.QueryRow(b.Context(), strings.Replace(loadedQuery, "FROM ", "FROM "+schema+".", 1)).Scan(&last); last != int64(n) {
+		dbtest.PGExec(b, base, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+		dbtest.PGExec(b, base, "CREATE SCHEMA "+schema)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", "ctalk_bench_"+name)
+	u.RawQuery = q.Encode()
+	return db.Config{DatabaseURL: u.String()}, last == int64(n)
 }
