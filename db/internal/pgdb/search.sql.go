@@ -10,18 +10,18 @@ import (
 )
 
 const searchFetch = `-- name: SearchFetch :many
-SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, messages.draft_share, uf.name AS from_name, ut.name AS to_name
-FROM unnest($1::bigint[]) AS k(id)
-JOIN messages ON messages.org_id = $2 AND messages.id = k.id
-JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
-JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
-WHERE messages.shared_at IS NOT NULL OR messages.from_user_id = $3::text OR messages.to_user_id = $3::text
+SELECT messages.org_id, messages.id, messages.from_user_id, messages.to_user_id, messages.question, messages.asked_at, messages.asked_seq, messages.draft_text, messages.draft_updated_at, messages.answer_text, messages.answered_at, messages.answered_seq, messages.thread_id, messages.shared_at, messages.draft_share,
+       (SELECT uf.name FROM users uf WHERE uf.org_id = messages.org_id AND uf.id = messages.from_user_id)::text AS from_name,
+       (SELECT ut.name FROM users ut WHERE ut.org_id = messages.org_id AND ut.id = messages.to_user_id)::text AS to_name
+FROM messages
+WHERE messages.org_id = $1 AND messages.id = ANY($2::bigint[])
+  AND (messages.shared_at IS NOT NULL OR messages.from_user_id = $3::text OR messages.to_user_id = $3::text)
 ORDER BY messages.answered_seq DESC
 `
 
 type SearchFetchParams struct {
-	Ids    []int64
 	OrgID  string
+	Ids    []int64
 	UserID string
 }
 
@@ -34,11 +34,11 @@ type SearchFetchRow struct {
 // The answered questions of search results (message ids), newest answer
 // first, visible to user_id (as SearchWalk; the ids come from a search
 // with the same filter, which stays so that nothing else could show).
-// The ids drive the join, and users are joined on messages' columns:
-// joined on the organization as a constant, the planner joined every pair
-// of people first and probed messages for each pair (6 ms for 6 ids).
+// The ids are probed in the primary key, and each message's people looked
+// up by it: joined, the planner joined every pair of people first and then
+// matched the page against all their messages (0.8 ms at 1k, 37 ms at 1M).
 func (q *Queries) SearchFetch(ctx context.Context, arg SearchFetchParams) ([]SearchFetchRow, error) {
-	rows, err := q.db.Query(ctx, searchFetch, arg.Ids, arg.OrgID, arg.UserID)
+	rows, err := q.db.Query(ctx, searchFetch, arg.OrgID, arg.Ids, arg.UserID)
 	if err != nil {
 		return nil, err
 	}

@@ -72,13 +72,13 @@ LIMIT sqlc.arg(max_rows);
 -- The answered questions of search results (message ids), newest answer
 -- first, visible to user_id (as SearchWalk; the ids come from a search
 -- with the same filter, which stays so that nothing else could show).
--- The ids drive the join, and users are joined on messages' columns:
--- joined on the organization as a constant, the planner joined every pair
--- of people first and probed messages for each pair (6 ms for 6 ids).
-SELECT sqlc.embed(messages), uf.name AS from_name, ut.name AS to_name
-FROM unnest(sqlc.arg(ids)::bigint[]) AS k(id)
-JOIN messages ON messages.org_id = sqlc.arg(org_id) AND messages.id = k.id
-JOIN users uf ON uf.org_id = messages.org_id AND uf.id = messages.from_user_id
-JOIN users ut ON ut.org_id = messages.org_id AND ut.id = messages.to_user_id
-WHERE messages.shared_at IS NOT NULL OR messages.from_user_id = sqlc.arg(user_id)::text OR messages.to_user_id = sqlc.arg(user_id)::text
+-- The ids are probed in the primary key, and each message's people looked
+-- up by it: joined, the planner joined every pair of people first and then
+-- matched the page against all their messages (0.8 ms at 1k, 37 ms at 1M).
+SELECT sqlc.embed(messages),
+       (SELECT uf.name FROM users uf WHERE uf.org_id = messages.org_id AND uf.id = messages.from_user_id)::text AS from_name,
+       (SELECT ut.name FROM users ut WHERE ut.org_id = messages.org_id AND ut.id = messages.to_user_id)::text AS to_name
+FROM messages
+WHERE messages.org_id = sqlc.arg(org_id) AND messages.id = ANY(sqlc.arg(ids)::bigint[])
+  AND (messages.shared_at IS NOT NULL OR messages.from_user_id = sqlc.arg(user_id)::text OR messages.to_user_id = sqlc.arg(user_id)::text)
 ORDER BY messages.answered_seq DESC;
