@@ -197,14 +197,16 @@ type SearchWalkRow struct {
 // A walk through the newest max_walk answers a user may see below
 // answered_seq below_seq (shared with the organization, or asked by or of
 // them; "" for shared ones only), through the three lists of migration
-// 00012 merged in answer order: where it starts and ends (hi and lo, the
-// newest and the oldest answer it reached; walked, how many it reached,
-// fewer than max_walk at the end of the history), and the newest max_rows of them matching a tsquery
-// (to_tsquery syntax, English stemming), newest first; one row with no
-// message (message_id 0) when none does. The bounds read only the lists (index-only);
-// the walk tests each answer in its index scan. coalesce(body, body) keeps
-// the GIN index out: the caller chose to walk (SearchMatches is the GIN
-// way), and the planner, not knowing lo, might not.
+// 00012 merged in answer order. Each row says where the walk started and
+// ended (hi and lo, the newest and the oldest answer it reached) and how
+// many answers it reached (walked: fewer than max_walk at the end of the
+// history), beside one of the newest max_rows answers walked that match a
+// tsquery (to_tsquery syntax, English stemming), newest first; one row
+// with no message (message_id 0) when none does. The bounds read only the
+// lists (index-only); the walk tests each answer in its index scan.
+// coalesce(body, body) keeps the GIN index out: the caller chose to walk
+// (SearchMatches is the GIN way), and the planner, not knowing lo, might
+// not.
 func (q *Queries) SearchWalk(ctx context.Context, arg SearchWalkParams) ([]SearchWalkRow, error) {
 	rows, err := q.db.Query(ctx, searchWalk,
 		arg.MaxWalk,
