@@ -32,12 +32,18 @@ def check(cond, what):
     note("ok:", what)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+def free_ports(n):
+    """n distinct free ports. Each socket stays bound until all are chosen: bound and closed one at a time,
+    the kernel handed out the same port twice, and the relay and the fake model then raced for it."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
 
 
 def wait_until(fn, timeout, step=0.1, what="condition"):
@@ -132,7 +138,7 @@ class Harness:
     def start(self, conversations):
         """Starts relay, proxy and fake model; writes the model's script."""
         self.write_script(conversations)
-        self.relay_port, self.proxy_port, self.fm_port = free_port(), free_port(), free_port()
+        self.relay_port, self.proxy_port, self.fm_port = free_ports(3)
         # The relay's database: PostgreSQL when DATABASE_URL is set (each run registers an organization of
         # its own, so a database may be shared), else a fresh SQLite file.
         env = dict(os.environ, PORT=str(self.relay_port))
