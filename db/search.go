@@ -197,13 +197,30 @@ func (a sqliteQueries) searchGroup(ctx context.Context, group int64, s Search, o
 		if i == 0 && found == nil {
 			found = both
 		} else {
-			found = slices.DeleteFunc(found, func(k int64) bool { return !slices.Contains(both, k) })
+			found = intersectNewest(found, both)
 		}
 		if len(found) == 0 {
 			return nil, order, nil
 		}
 	}
 	return found[:min(len(found), limit)], order, nil
+}
+
+// intersectNewest keeps the keys of a that b holds too. Both are newest
+// (highest key) first, as FTS5 returns a group's rows, so one pass over each
+// does: a pair of a word in a few thousand answers would otherwise cost a
+// search millions of comparisons.
+func intersectNewest(a, b []int64) []int64 {
+	kept, j := a[:0], 0
+	for _, k := range a {
+		for j < len(b) && b[j] > k {
+			j++
+		}
+		if j < len(b) && b[j] == k {
+			kept = append(kept, k)
+		}
+	}
+	return kept
 }
 
 // How a search on PostgreSQL finds its page (see pgQueries.SearchMessages).
