@@ -288,12 +288,22 @@ func (c *heldConn) resume() {
 			c.finish(answer{status: http.StatusInternalServerError}, false)
 		}
 	}()
-	resp := c.hw.mcp.HandleMessage(c.call, c.body)
-	if c.h.Held() {
+	a, held := c.once()
+	if held {
 		c.h.Notify(c.wake)
 		return
 	}
-	c.finish(encode(resp, c.modern), c.ctx.Err() == nil)
+	c.finish(a, c.ctx.Err() == nil)
+}
+
+// once runs the call once: its encoded answer, or held when the call is
+// left held (no answer yet).
+func (c *heldConn) once() (a answer, held bool) {
+	resp := c.hw.mcp.HandleMessage(c.call, c.body)
+	if c.h.Held() {
+		return answer{}, true
+	}
+	return encode(resp, c.modern), false
 }
 
 // finish writes the call's answer if write (the client is still there),
@@ -389,12 +399,11 @@ func (hw *heldWaits) run(c *heldConn) answer {
 				done <- ran{panic: p}
 			}
 		}()
-		resp := hw.mcp.HandleMessage(c.call, c.body)
-		if c.h.Held() {
-			done <- ran{answer: answer{status: http.StatusAccepted}}
-			return
+		a, held := c.once()
+		if held {
+			a = answer{status: http.StatusAccepted}
 		}
-		done <- ran{answer: encode(resp, c.modern)}
+		done <- ran{answer: a}
 	})
 	out := <-done
 	if out.panic != nil {
