@@ -47,6 +47,9 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		store.Close()
 		return nil, err
 	}
+	if s, ok := store.(*sqliteStore); ok {
+		s.startListing(cfg.Logger)
+	}
 	return store, nil
 }
 

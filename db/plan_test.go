@@ -32,7 +32,7 @@ import (
 var planTables = map[string]bool{
 	"messages": true, "users": true, "auth_tokens": true, "organizations": true, "login_throttle": true,
 	"oauth_clients": true, "oauth_grants": true, "oauth_codes": true, "oauth_refresh_tokens": true,
-	"messages_search": true, "m": true, "u": true, "t": true, "g": true,
+	"messages_search": true, "s": true, "m": true, "u": true, "t": true, "g": true,
 }
 
 // planQuery is one generated query: its name, SQL, and the names of the
@@ -167,6 +167,20 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 		return "[1,2,3]"
 	case "threadid":
 		return int64(1234)
+	case "after", "through": // SQLite's search keys: from the first
+		return int64(0)
+	case "groupid": // SQLite's search lists: a word of group 1
+		return int64(1)
+	case "term":
+		return "retri"
+	case "below":
+		return int64(1<<63 - 1)
+	case "lists":
+		return `[[1,"retri"]]`
+	case "blocks":
+		return `[[1,"retri",1,""]]`
+	case "words":
+		return "retry logic"
 	case "belowseq": // PostgreSQL's search: from the newest answer
 		return int64(1<<63 - 1)
 	case "maxwalk":

@@ -30,13 +30,13 @@ type Search struct {
 // searchSizes are what a search decides how to read its lists by (see
 // searchGroup and pgQueries.SearchMessages).
 type searchSizes struct {
-	probe, pairMost              int // SQLite
+	probe, pairMost, tailMost    int // SQLite
 	walkFirst, walkMost, ginCost int // PostgreSQL
 }
 
 // defaultSearchSizes are the sizes measured at 1M (BENCHMARKS.md).
 var defaultSearchSizes = searchSizes{
-	probe: searchProbe, pairMost: searchPairMost,
+	probe: searchProbe, pairMost: searchPairMost, tailMost: searchTailMost,
 	walkFirst: searchWalkFirst, walkMost: searchWalkMost, ginCost: searchGINCost,
 }
 
@@ -70,11 +70,16 @@ const searchGroupSpan = 1 << 40
 // SearchMessages reads the index rows of the groups the user may read (the
 // organization's shared answers and the user's own), which hold only
 // answers the user may see, takes the newest limit of their matches, and
-// then reads those messages. FTS5 reads each group newest first and stops
-// at limit; a search with few matches reads the group's lists whole, a
-// third of the organization's at most. (No window of newest answers: FTS5
-// checks a rowid bound only at a match, so a window with too few matches
-// cost as much as the whole list, for each window tried.)
+// then reads those messages. An AND of two or more words intersects the
+// groups' word lists (search_lists.go) when they are listed; otherwise,
+// and for one word or any of a few, FTS5 reads each group newest first and
+// stops at limit (searchGroup). (No window of newest answers: FTS5 checks
+// a rowid bound only at a match, so a window with too few matches cost as
+// much as the whole list, for each window tried.)
+//
+// The lists may still hold answers deleted since they were listed: the
+// messages read are only those that exist, and when some did not, the
+// search looks for as many more.
 func (a sqliteQueries) SearchMessages(ctx context.Context, orgID, userID string, s Search, limit int) ([]ThreadMessage, error) {
 	groups, err := a.q.SearchGroups(ctx, sqlitedb.SearchGroupsParams{OrgID: orgID, UserID: userID})
 	if err != nil || len(groups) == 0 {
@@ -83,29 +88,45 @@ func (a sqliteQueries) SearchMessages(ctx context.Context, orgID, userID string,
 	// The organization's shared answers first: the most of them, so the
 	// way its words are read there is the way for the user's own too.
 	slices.SortFunc(groups, func(a, b sqlitedb.SearchGroupsRow) int { return strings.Compare(a.UserID, b.UserID) })
-	var keys []int64
-	var order []string // the words, rarest first, once a group has shown it
-	for _, g := range groups {
-		var rows []int64
-		rows, order, err = a.searchGroup(ctx, g.ID, s, order, limit)
+	listed, err := a.listedFor(ctx, orgID, s)
+	if err != nil {
+		return nil, sqliteError(err)
+	}
+	for want := limit; ; {
+		var keys []int64
+		var order []string // the words, rarest first, once a group has shown it
+		for _, g := range groups {
+			var rows []int64
+			if listed != nil {
+				rows, err = a.searchLists(ctx, g.ID, listed, want)
+			} else {
+				rows, order, err = a.searchGroup(ctx, g.ID, s, order, want)
+			}
+			if err != nil {
+				return nil, sqliteError(err)
+			}
+			keys = append(keys, rows...)
+		}
+		if len(keys) == 0 {
+			return nil, nil
+		}
+		slices.SortFunc(keys, func(a, b int64) int { return cmp.Compare(b, a) })
+		keys = slices.Compact(keys)[:min(len(keys), want)]
+		list := make([]string, len(keys))
+		for i, k := range keys {
+			list[i] = strconv.FormatInt(k, 10)
+		}
+		rows, err := a.q.SearchFetch(ctx, sqlitedb.SearchFetchParams{Keys: "[" + strings.Join(list, ",") + "]", OrgID: orgID, UserID: userID})
 		if err != nil {
 			return nil, sqliteError(err)
 		}
-		keys = append(keys, rows...)
+		if len(rows) == len(keys) || len(keys) < want {
+			return convertAll(rows[:min(len(rows), limit)], func(r sqlitedb.SearchFetchRow) ThreadMessage {
+				return ThreadMessage{Message(r.Message), r.FromName, r.ToName}
+			}), nil
+		}
+		want += len(keys) - len(rows)
 	}
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	slices.SortFunc(keys, func(a, b int64) int { return cmp.Compare(b, a) })
-	keys = slices.Compact(keys)[:min(len(keys), limit)]
-	list := make([]string, len(keys))
-	for i, k := range keys {
-		list[i] = strconv.FormatInt(k, 10)
-	}
-	rows, err := a.q.SearchFetch(ctx, sqlitedb.SearchFetchParams{Keys: "[" + strings.Join(list, ",") + "]", OrgID: orgID, UserID: userID})
-	return convertAll(rows, func(r sqlitedb.SearchFetchRow) ThreadMessage {
-		return ThreadMessage{Message(r.Message), r.FromName, r.ToName}
-	}), sqliteError(err)
 }
 
 // The two ways a SQLite search of three or more words reads a group (see

@@ -91,28 +91,50 @@ func TestSearchIndexByReader(t *testing.T) {
 			many = append(many, answered("a", "cal", "bob", "Which alpha words?", text, true).ID)
 		}
 		slices.Reverse(many)
-		if got, want := search("a", "amy", "alpha", "common", "words"), many[:10]; !cmp.Equal(got, want) {
-			t.Errorf("three common words = %v, want the newest ten %v", got, want)
+		threeWords := func(when string) {
+			t.Helper()
+			if got, want := search("a", "amy", "alpha", "common", "words"), many[:10]; !cmp.Equal(got, want) {
+				t.Errorf("%s: three common words = %v, want the newest ten %v", when, got, want)
+			}
+			if got, want := search("a", "amy", "alpha", "zebra", "common"), []int64{many[49]}; !cmp.Equal(got, want) {
+				t.Errorf("%s: two common words and a rare one = %v, want %v", when, got, want)
+			}
+			if got := search("a", "amy", "alpha", "zebra", "budget"); len(got) != 0 {
+				t.Errorf("%s: words no answer holds together = %v, want nothing", when, got)
+			}
 		}
-		if got, want := search("a", "amy", "alpha", "zebra", "common"), []int64{many[49]}; !cmp.Equal(got, want) {
-			t.Errorf("two common words and a rare one = %v, want %v", got, want)
+		threeWords("before listing")
+		// The word lists of SQLite (migration 00012), in blocks of a few keys,
+		// and a last answer after them, which FTS5 finds.
+		if err := db.ListSearch(t.Context(), s, 3, 0); err != nil {
+			t.Fatalf("ListSearch() = %v", err)
 		}
-		if got := search("a", "amy", "alpha", "zebra", "budget"); len(got) != 0 {
-			t.Errorf("words no answer holds together = %v, want nothing", got)
-		}
+		answered("a", "cal", "bob", "Which alpha words?", "None.", true)
+		check("after listing")
+		threeWords("after listing")
 
 		m, err := db.OpenMigrator(t.Context(), cfg)
 		if err != nil {
 			t.Fatalf("OpenMigrator() = %v", err)
 		}
 		t.Cleanup(func() { m.Close() })
-		if _, err := m.Down(t.Context()); err != nil {
-			t.Fatalf("Down() = %v", err)
+		// Down the migration that keeps an answer under its readers (00011 on
+		// SQLite, 00012 on PostgreSQL), and on SQLite the lists after it, then
+		// up again: the index is rebuilt from what is stored.
+		downs := map[string]int{"sqlite": 2, "postgres": 1}[s.Backend()]
+		for range downs {
+			if _, err := m.Down(t.Context()); err != nil {
+				t.Fatalf("Down() = %v", err)
+			}
 		}
-		if n, err := m.Up(t.Context()); err != nil || n != 1 {
-			t.Fatalf("Up() = %d, %v; want 1, nil", n, err)
+		if n, err := m.Up(t.Context()); err != nil || n != downs {
+			t.Fatalf("Up() = %d, %v; want %d, nil", n, err, downs)
 		}
 		check("after the index was rebuilt")
+		threeWords("after the index was rebuilt")
+		if err := db.ListSearch(t.Context(), s, 3, 0); err != nil {
+			t.Fatalf("ListSearch() = %v", err)
+		}
 
 		mustTx(t, s, func(q db.Queries) error {
 			_, err := q.DeleteConversation(t.Context(), db.Conversation{OrgID: "a", ThreadID: mine.ThreadID})
@@ -147,7 +169,8 @@ func TestSearchIndexByReader(t *testing.T) {
 // row of each word on SQLite, so the test also runs with sizes that send
 // it every other way: on PostgreSQL a first walk of four answers, then
 // walks of at most eight or the GIN index for the rest; on SQLite the
-// pairs of words from a probe of two rows, or the whole AND.
+// pairs of words from a probe of two rows, or the whole AND, and then the
+// word lists in small blocks, with and without answers after them.
 func TestSearchWaysAgree(t *testing.T) {
 	t.Parallel()
 	words := []struct {
@@ -236,27 +259,127 @@ func TestSearchWaysAgree(t *testing.T) {
 			"short walks to the end":  {Probe: 2, PairMost: 0, WalkFirst: 4, WalkMost: 8, GINCost: 1 << 30},
 			"a second walk, then GIN": {Probe: 3, PairMost: 1 << 30, WalkFirst: 16, WalkMost: 4, GINCost: 4},
 		}
-		for way, sizes := range ways {
-			for _, search := range searches {
-				if sizes != nil {
-					search = search.WithSizes(*sizes)
-				}
-				for _, user := range []string{"amy", "cal", ""} {
-					for _, limit := range []int{5, 50} {
-						var got []int64
-						view(t, s, func(q db.Queries) error {
-							found, err := q.SearchMessages(t.Context(), "a", user, search, limit)
-							for _, m := range found {
-								got = append(got, m.ID)
+		run := func(ways map[string]*db.SearchSizes) {
+			for way, sizes := range ways {
+				for _, search := range searches {
+					if sizes != nil {
+						search = search.WithSizes(*sizes)
+					}
+					for _, user := range []string{"amy", "cal", ""} {
+						for _, limit := range []int{5, 50} {
+							var got []int64
+							view(t, s, func(q db.Queries) error {
+								found, err := q.SearchMessages(t.Context(), "a", user, search, limit)
+								for _, m := range found {
+									got = append(got, m.ID)
+								}
+								return err
+							})
+							if w := want(user, search, limit); !slices.Equal(got, w) {
+								t.Errorf("%s: %q searching %q (any %v, limit %d) = %v, want %v", way, user, search.Terms, search.Any, limit, got, w)
 							}
-							return err
-						})
-						if w := want(user, search, limit); !slices.Equal(got, w) {
-							t.Errorf("%s: %q searching %q (any %v, limit %d) = %v, want %v", way, user, search.Terms, search.Any, limit, got, w)
 						}
 					}
 				}
 			}
+		}
+		run(ways)
+		if s.Backend() != "sqlite" {
+			return
+		}
+		// The word lists (migration 00012), in blocks of two bytes of keys:
+		// listed up to answer 100 of each organization, FTS5 after; then FTS5
+		// alone, as when too much is not listed; then all listed.
+		if err := db.ListSearch(t.Context(), s, 2, 100); err != nil {
+			t.Fatalf("ListSearch() = %v", err)
+		}
+		run(map[string]*db.SearchSizes{
+			"lists, then FTS5":          nil,
+			"FTS5 when too much is new": {Probe: 2, PairMost: 1 << 30, TailMost: 10},
+		})
+		if err := db.ListSearch(t.Context(), s, 2, 0); err != nil {
+			t.Fatalf("ListSearch() = %v", err)
+		}
+		run(map[string]*db.SearchSizes{"lists": nil})
+	})
+}
+
+// TestSearchListsAfterDeletes: answers deleted after SQLite listed them
+// (migration 00012) are never found, a search still fills its page with
+// the answers before them, and a new answer never takes a listed key (the
+// newest answer's key would otherwise be used again, and the new answer
+// found by the deleted one's words). The lister lists what is answered
+// while it runs. PostgreSQL gives the same results.
+func TestSearchListsAfterDeletes(t *testing.T) {
+	t.Parallel()
+	forEachConfig(t, func(t *testing.T, cfg db.Config) {
+		s := openStore(t, cfg)
+		seedOrg(t, s, "a", "amy", "bob")
+		answer := func(question, text string) db.Message {
+			t.Helper()
+			m := ask(t, s, "a", "amy", "bob", question, t0)
+			mustTx(t, s, func(q db.Queries) error {
+				seq, err := q.AllocateEvent(t.Context(), "a")
+				if err != nil {
+					return err
+				}
+				return q.AnswerMessage(t.Context(), "a", m.ID, text, t0, seq, ptr(t0))
+			})
+			return m
+		}
+		var ids []int64
+		for i := range 6 {
+			ids = append(ids, answer(fmt.Sprintf("Alpha %d?", i), "Alpha and beta.").ID)
+		}
+		if err := db.ListSearch(t.Context(), s, 2, 0); err != nil {
+			t.Fatalf("ListSearch() = %v", err)
+		}
+		search := func(limit int, terms ...string) []int64 {
+			t.Helper()
+			var got []int64
+			view(t, s, func(q db.Queries) error {
+				found, err := q.SearchMessages(t.Context(), "a", "bob", db.Search{Terms: terms}, limit)
+				for _, m := range found {
+					got = append(got, m.ID)
+				}
+				return err
+			})
+			return got
+		}
+		for _, id := range ids[4:] { // the two newest
+			mustTx(t, s, func(q db.Queries) error {
+				_, err := q.DeleteConversation(t.Context(), db.Conversation{OrgID: "a", ThreadID: id})
+				return err
+			})
+		}
+		if got, want := search(3, "alpha", "beta"), []int64{ids[3], ids[2], ids[1]}; !slices.Equal(got, want) {
+			t.Errorf("after deleting the two newest, a page of 3 = %v, want %v", got, want)
+		}
+		gamma := answer("Gamma?", "Gamma and delta.")
+		if got, want := search(10, "alpha", "beta"), []int64{ids[3], ids[2], ids[1], ids[0]}; !slices.Equal(got, want) {
+			t.Errorf("after a new answer without the words = %v, want %v", got, want)
+		}
+		if got, want := search(10, "gamma", "delta"), []int64{gamma.ID}; !slices.Equal(got, want) {
+			t.Errorf("the new answer's words = %v, want %v", got, want)
+		}
+
+		// The lister lists the new answer, and one answered while it runs.
+		db.StartListing(s, 10*time.Millisecond)
+		later := answer("Gamma again?", "Gamma and delta, again.")
+		for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+			through, newest, err := db.SearchListed(t.Context(), s, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if through == newest {
+				break
+			}
+			if time.Since(start) > 10*time.Second {
+				t.Fatalf("the lister listed through key %d in 10s; want %d", through, newest)
+			}
+		}
+		if got, want := search(10, "gamma", "delta"), []int64{later.ID, gamma.ID}; !slices.Equal(got, want) {
+			t.Errorf("after the lister ran = %v, want %v", got, want)
 		}
 	})
 }

@@ -10,14 +10,14 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 	_ "github.com/ncruces/go-sqlite3/driver" // registers "sqlite3"
-	"github.com/ncruces/go-sqlite3/ext/fts5"
 
 	"github.com/ctalk/ctalk/db/internal/sqlitedb"
 )
 
 // Full-text search (search_answers) runs on FTS5, an extension this build
-// of SQLite loads into every connection it opens.
-func init() { sqlite3.AutoExtension(fts5.Register) }
+// of SQLite loads into every connection it opens, with ctalk_terms (see
+// search_lists.go).
+func init() { sqlite3.AutoExtension(registerFTS5) }
 
 // sqliteTimeFormat stores times as fixed-width UTC text with microseconds, so
 // that text comparison in SQL is time order and both backends keep the same
@@ -58,11 +58,14 @@ type sqliteStore struct {
 	stmts stmtCache
 	// writer admits one write transaction at a time (see InTx).
 	writer writeLock
+	// lister fills the search lists (search_lists.go).
+	lister lister
 }
 
 func (s *sqliteStore) Backend() string { return "sqlite" }
 
 func (s *sqliteStore) Close() error {
+	s.stopListing()
 	s.events.close()
 	s.stmts.close()
 	return errors.Join(s.db.Close(), s.migrations.Close())

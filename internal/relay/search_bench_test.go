@@ -425,6 +425,11 @@ func BenchmarkSearchAnswers(b *testing.B) {
 					tokens = benchTeam(b, s, searchBenchUsers)
 					loadSearchMessages(b, cfg, n)
 				}
+				start := time.Now()
+				if err := db.ListForSearch(b.Context(), s); err != nil {
+					b.Fatal(err)
+				}
+				b.Logf("listed %d messages for search in %s", n, time.Since(start).Round(time.Millisecond))
 				if n == sizes[len(sizes)-1] {
 					logSearchPlans(b, cfg, s, vocab)
 				}

@@ -160,6 +160,22 @@ type SearchGroup struct {
 	UserID string
 }
 
+type SearchList struct {
+	GroupID int64
+	Term    string
+	First   int64
+	Keys    []byte
+}
+
+type SearchListed struct {
+	OrgID   string
+	Through int64
+}
+
+type SearchTokenizer struct {
+	Body string
+}
+
 type User struct {
 	OrgID          string
 	ID             string
