@@ -11,14 +11,14 @@ func init() { searchListEvery = 0 }
 
 // SearchSizes are the sizes a search decides its way by; see searchSizes.
 type SearchSizes struct {
-	Probe, PairMost, TailMost    int // SQLite
-	WalkFirst, WalkMost, GINCost int // PostgreSQL
+	Probe, PairMost, TailMost                 int // SQLite
+	WalkFirst, WalkMost, GINCost, BucketsMost int // PostgreSQL
 }
 
 // WithSizes returns s deciding by z instead of the sizes measured at 1M.
 func (s Search) WithSizes(z SearchSizes) Search {
 	s.sizes = &searchSizes{probe: z.Probe, pairMost: z.PairMost, tailMost: z.TailMost,
-		walkFirst: z.WalkFirst, walkMost: z.WalkMost, ginCost: z.GINCost}
+		walkFirst: z.WalkFirst, walkMost: z.WalkMost, ginCost: z.GINCost, bucketsMost: z.BucketsMost}
 	return s
 }
 

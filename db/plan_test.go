@@ -185,6 +185,8 @@ func planArg(t *testing.T, query, arg string, recent bool) any {
 		return int64(1<<63 - 1)
 	case "maxwalk":
 		return int32(1024)
+	case "lobucket", "hibucket": // PostgreSQL's search: buckets of answer order
+		return int64(1)
 	case "query": // a search: one word, valid FTS5 syntax
 		return "retry"
 	case "terms": // PostgreSQL's search words

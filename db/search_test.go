@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ctalk/ctalk/db"
+	"github.com/ctalk/ctalk/db/dbtest"
 )
 
 // TestSearchIndexByReader: the search index keeps each answer in the
@@ -223,6 +224,11 @@ func TestSearchWaysAgree(t *testing.T) {
 				}
 			}
 			answers = append(answers, a)
+			if i%20 == 0 && cfg.DatabaseURL != "" { // every 20 answers a new bucket of answer order (migration 00013)
+				for _, org := range []string{"a", "b"} {
+					dbtest.PGExec(t, cfg.DatabaseURL, "UPDATE organizations SET last_event_seq = last_event_seq + 16384 WHERE id = '"+org+"'")
+				}
+			}
 		}
 		// want is what a search must find: the newest limit answers user may
 		// see holding every word (or any), found by reading them all.
@@ -258,6 +264,8 @@ func TestSearchWaysAgree(t *testing.T) {
 			"GIN after a short walk":  {Probe: 2, PairMost: 1 << 30, WalkFirst: 4, WalkMost: 8, GINCost: 0},
 			"short walks to the end":  {Probe: 2, PairMost: 0, WalkFirst: 4, WalkMost: 8, GINCost: 1 << 30},
 			"a second walk, then GIN": {Probe: 3, PairMost: 1 << 30, WalkFirst: 16, WalkMost: 4, GINCost: 4},
+			"GIN in windows":          {Probe: 2, PairMost: 0, WalkFirst: 16, WalkMost: 4, GINCost: 0, BucketsMost: 64},
+			"GIN in one-bucket steps": {Probe: 2, PairMost: 0, WalkFirst: 2, WalkMost: 4, GINCost: 0, BucketsMost: 1},
 		}
 		run := func(ways map[string]*db.SearchSizes) {
 			for way, sizes := range ways {

@@ -525,7 +525,9 @@ func logSearchPlans(b *testing.B, cfg db.Config, s db.Store, vocab []string) {
 				for range 2 {
 					plan = nil
 					q, args := generatedSQL(b, "pgdb", name, map[string]any{"OrgID": "acme", "Query": w, "UserID": "u0",
-						"MaxRows": searchCandidates, "MaxWalk": 1024, "BelowSeq": int64(1<<63 - 1), "Terms": w, "MatchAny": false})
+						"MaxRows": searchCandidates, "MaxWalk": 1024, "BelowSeq": int64(1<<63 - 1), "Terms": w, "MatchAny": false,
+						// the newest five buckets of answer order (of 123 at 1M)
+						"LoBucket": int64(118), "HiBucket": int64(122)})
 					rows, _ := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+q, args...)
 					for rows.Next() {
 						var line string

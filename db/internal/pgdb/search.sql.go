@@ -79,19 +79,25 @@ const searchMatches = `-- name: SearchMatches :many
 SELECT s.message_id, s.answered_seq
 FROM messages_search s
 WHERE s.org_id = $1
-  AND search_readers(s.org_id, s.from_user_id, s.to_user_id, s.shared, s.body) @@ (SELECT search_query($2::text, $3::boolean, $1 || '::')
-                           || search_query($2::text, $3::boolean, $1 || ':' || $4::text || ':'))
-  AND s.answered_seq + 0 < $5::bigint
-  AND (s.shared OR s.from_user_id = $4::text OR s.to_user_id = $4::text)
+  AND search_readers(s.org_id, s.from_user_id, s.to_user_id, s.shared, s.answered_seq, s.body) @@ (
+      SELECT CASE WHEN $2::bigint < 0 OR numnode(w.q) = 0 THEN w.q
+                  ELSE w.q && search_buckets(ARRAY[$1 || '::', $1 || ':' || $3::text || ':'],
+                                             $2::bigint, $4::bigint) END
+      FROM (SELECT search_query($5::text, $6::boolean, $1 || '::')
+                   || search_query($5::text, $6::boolean, $1 || ':' || $3::text || ':') AS q) w)
+  AND s.answered_seq + 0 < $7::bigint
+  AND (s.shared OR s.from_user_id = $3::text OR s.to_user_id = $3::text)
 ORDER BY s.answered_seq + 0 DESC
-LIMIT $6
+LIMIT $8
 `
 
 type SearchMatchesParams struct {
 	OrgID    string
+	LoBucket int64
+	UserID   string
+	HiBucket int64
 	Terms    string
 	MatchAny bool
-	UserID   string
 	BelowSeq int64
 	MaxRows  int32
 }
@@ -103,16 +109,22 @@ type SearchMatchesRow struct {
 
 // The newest max_rows answers a user may see below answered_seq below_seq
 // matching terms (search_query: every one of them or any), through the
-// GIN index messages_search_readers: the words' lists under the user's
+// GIN index messages_search_buckets: the words' lists under the user's
 // two reader groups (migration 00012), whose matches are then sorted
 // (answered_seq + 0 keeps the planner from walking newest answers instead;
-// SearchWalk does that, and the caller picks which).
+// SearchWalk does that, and the caller picks which). With lo_bucket 0 or
+// more, only answers of the buckets lo_bucket..hi_bucket of answer order
+// (answered_seq >> 14, migration 00013) are read. Terms that are all stop
+// words make an empty query, which matches nothing (numnode 0: with the
+// buckets it would match them all).
 func (q *Queries) SearchMatches(ctx context.Context, arg SearchMatchesParams) ([]SearchMatchesRow, error) {
 	rows, err := q.db.Query(ctx, searchMatches,
 		arg.OrgID,
+		arg.LoBucket,
+		arg.UserID,
+		arg.HiBucket,
 		arg.Terms,
 		arg.MatchAny,
-		arg.UserID,
 		arg.BelowSeq,
 		arg.MaxRows,
 	)

@@ -56,15 +56,23 @@ ORDER BY x.answered_seq DESC;
 -- name: SearchMatches :many
 -- The newest max_rows answers a user may see below answered_seq below_seq
 -- matching terms (search_query: every one of them or any), through the
--- GIN index messages_search_readers: the words' lists under the user's
+-- GIN index messages_search_buckets: the words' lists under the user's
 -- two reader groups (migration 00012), whose matches are then sorted
 -- (answered_seq + 0 keeps the planner from walking newest answers instead;
--- SearchWalk does that, and the caller picks which).
+-- SearchWalk does that, and the caller picks which). With lo_bucket 0 or
+-- more, only answers of the buckets lo_bucket..hi_bucket of answer order
+-- (answered_seq >> 14, migration 00013) are read. Terms that are all stop
+-- words make an empty query, which matches nothing (numnode 0: with the
+-- buckets it would match them all).
 SELECT s.message_id, s.answered_seq
 FROM messages_search s
 WHERE s.org_id = sqlc.arg(org_id)
-  AND search_readers(s.org_id, s.from_user_id, s.to_user_id, s.shared, s.body) @@ (SELECT search_query(sqlc.arg(terms)::text, sqlc.arg(match_any)::boolean, sqlc.arg(org_id) || '::')
-                           || search_query(sqlc.arg(terms)::text, sqlc.arg(match_any)::boolean, sqlc.arg(org_id) || ':' || sqlc.arg(user_id)::text || ':'))
+  AND search_readers(s.org_id, s.from_user_id, s.to_user_id, s.shared, s.answered_seq, s.body) @@ (
+      SELECT CASE WHEN sqlc.arg(lo_bucket)::bigint < 0 OR numnode(w.q) = 0 THEN w.q
+                  ELSE w.q && search_buckets(ARRAY[sqlc.arg(org_id) || '::', sqlc.arg(org_id) || ':' || sqlc.arg(user_id)::text || ':'],
+                                             sqlc.arg(lo_bucket)::bigint, sqlc.arg(hi_bucket)::bigint) END
+      FROM (SELECT search_query(sqlc.arg(terms)::text, sqlc.arg(match_any)::boolean, sqlc.arg(org_id) || '::')
+                   || search_query(sqlc.arg(terms)::text, sqlc.arg(match_any)::boolean, sqlc.arg(org_id) || ':' || sqlc.arg(user_id)::text || ':') AS q) w)
   AND s.answered_seq + 0 < sqlc.arg(below_seq)::bigint
   AND (s.shared OR s.from_user_id = sqlc.arg(user_id)::text OR s.to_user_id = sqlc.arg(user_id)::text)
 ORDER BY s.answered_seq + 0 DESC
